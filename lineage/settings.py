@@ -1,0 +1,122 @@
+"""All configuration in one place: environment variables (``LINEAGE_*``) and an optional TOML file.
+
+Precedence, highest first: explicit keyword arguments, environment, the TOML file named by
+``LINEAGE_CONFIG`` (default ``$LINEAGE_HOME/lineage.toml``), then the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+TierKind = Literal["posix", "s3", "hdfs"]
+TierClass = Literal["hot", "warm", "cold"]
+
+
+class TierConfig(BaseModel):
+    """One storage tier. Credentials are never stored here: ``credentials_env`` names env vars."""
+
+    name: str
+    kind: TierKind = "posix"
+    root: str
+    tier_class: TierClass = Field(default="hot", alias="class")
+    region: str = "local"
+    # kind-specific options, e.g. {"endpoint": "http://127.0.0.1:7480"} for s3
+    options: dict[str, str] = Field(default_factory=dict)
+    # env var names for credentials, e.g. {"access_key": "CEPH_ACCESS_KEY", "secret_key": "CEPH_SECRET_KEY"}
+    credentials_env: dict[str, str] = Field(default_factory=dict)
+
+    model_config = {"populate_by_name": True}
+
+
+class EngineConfig(BaseModel):
+    spark_master: str = "local[*]"
+    spark_conf: dict[str, str] = Field(default_factory=dict)
+    ray_address: str | None = None  # None starts a local runtime
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LINEAGE_", env_nested_delimiter="__", extra="ignore")
+
+    home: Path = Path(".lineage")
+    catalog_url: str | None = None  # default: sqlite under home
+    default_tier: str = "local"
+    tiers: list[TierConfig] = Field(default_factory=list)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+
+    # operator and runner defaults
+    batch_rows: int = 4096
+    max_record_bytes: int = 8 * 1024 * 1024
+    quarantine_raw_bytes: int = 4096
+    duckdb_memory_limit: str = "1GB"
+    parquet_row_group_rows: int = 65536
+    parquet_file_rows: int = 1_000_000
+
+    @model_validator(mode="after")
+    def _defaults(self) -> Settings:
+        self.home = self.home.expanduser().resolve()
+        if self.catalog_url is None:
+            self.catalog_url = f"sqlite:///{self.home / 'catalog.db'}"
+        if not any(t.name == "local" for t in self.tiers):
+            self.tiers.append(TierConfig(name="local", kind="posix", root=str(self.home / "data")))
+        return self
+
+    @property
+    def staging_dir(self) -> Path:
+        """Scratch space for runs (local disk); never holds anything a reader needs."""
+        return self.home / "staging"
+
+    def tier_config(self, name: str | None = None) -> TierConfig:
+        name = name or self.default_tier
+        for tier in self.tiers:
+            if tier.name == name:
+                return tier
+        known = ", ".join(t.name for t in self.tiers)
+        raise KeyError(f"unknown tier {name!r} (configured tiers: {known})")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls))
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads ``LINEAGE_CONFIG`` or ``$LINEAGE_HOME/lineage.toml`` if it exists."""
+
+    def _path(self) -> Path | None:
+        explicit = os.environ.get("LINEAGE_CONFIG")
+        if explicit:
+            return Path(explicit)
+        home = Path(os.environ.get("LINEAGE_HOME", ".lineage")).expanduser()
+        candidate = home / "lineage.toml"
+        return candidate if candidate.exists() else None
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = self._path()
+        if path is None:
+            return {}
+        if not path.exists():
+            raise FileNotFoundError(f"LINEAGE_CONFIG points at {path}, which does not exist")
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Process-wide settings; tests call ``get_settings.cache_clear()`` after changing the env."""
+    return Settings()

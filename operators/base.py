@@ -1,0 +1,108 @@
+"""Operators: Arrow batch in, Arrow batch plus lineage records out. No engine knowledge.
+
+Three shapes cover the product, and each engine adapts exactly these three:
+
+* :class:`SourceOperator` turns a batch of file chunks into samples (+ quarantine).
+* :class:`MapOperator` turns a batch of samples into the samples that continue.
+* :class:`GroupOperator` decides over complete key groups (dedupe). The engine shuffles the
+  operator's ``columns`` by ``key`` so that every sample sharing a key is in one call.
+
+Every operator has a ``name``, a ``version`` (bump it when its output can change) and a
+``Params`` dataclass, which is what pipeline files configure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from lineage.records import LINEAGE_SCHEMA
+from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base for operator parameters. Subclasses are frozen dataclasses with defaults."""
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any] | None) -> Params:
+        values = dict(values or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{cls.__qualname__}: unknown parameter(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class OperatorOutput:
+    """What a map or source step returns for one input batch."""
+
+    samples: pa.RecordBatch
+    lineage: pa.RecordBatch
+    quarantine: pa.RecordBatch | None = None
+
+    def __post_init__(self) -> None:
+        if self.samples.schema != SAMPLE_SCHEMA:
+            raise TypeError(f"operator produced samples with schema {self.samples.schema}, not SAMPLE_SCHEMA")
+        if self.lineage.schema != LINEAGE_SCHEMA:
+            raise TypeError("operator produced lineage records that do not match LINEAGE_SCHEMA")
+        if self.quarantine is not None and self.quarantine.schema != QUARANTINE_SCHEMA:
+            raise TypeError("operator produced quarantine records that do not match QUARANTINE_SCHEMA")
+
+
+class Operator(ABC):
+    name: ClassVar[str]
+    version: ClassVar[str]
+    Params: ClassVar[type[Params]] = Params
+
+    def __init__(self, params: Params | dict[str, Any] | None = None) -> None:
+        if params is None or isinstance(params, dict):
+            params = self.Params.from_dict(params)
+        if not isinstance(params, self.Params):
+            raise TypeError(f"{self.name}: expected {self.Params.__qualname__}, got {type(params).__name__}")
+        self.params = params
+
+    def describe(self) -> dict[str, Any]:
+        """What a run records about this operator."""
+        return {"name": self.name, "version": self.version, "params": self.params.to_dict()}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params})"
+
+
+class SourceOperator(Operator):
+    """Reads raw files. Input: a batch of :data:`pipelines.chunks.CHUNK_SCHEMA` rows."""
+
+    @abstractmethod
+    def read(self, chunks: pa.RecordBatch) -> Iterator[OperatorOutput]: ...
+
+
+class MapOperator(Operator):
+    """Sample-local work: quality checks, text fixes."""
+
+    @abstractmethod
+    def apply(self, batch: pa.RecordBatch) -> OperatorOutput: ...
+
+
+class GroupOperator(Operator):
+    """Decisions that need a whole key group at once.
+
+    ``decide`` receives a table of ``columns`` holding *complete* groups of ``key`` (possibly
+    several groups, in any order) and returns one lineage record per row. Rows whose verdict is
+    ``dropped`` leave the pipeline; group operators never modify samples.
+    """
+
+    key: ClassVar[str]
+    columns: ClassVar[tuple[str, ...]]
+
+    @abstractmethod
+    def decide(self, groups: pa.Table) -> pa.RecordBatch: ...

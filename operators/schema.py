@@ -1,0 +1,83 @@
+"""The one Arrow schema of a training sample, and the quarantine schema for records we refuse.
+
+``sample_id`` derivation (also in the README):
+
+    key       = "id:" + str(record[id_field])             if an id field is configured
+              = "pos:" + relative_path + "\\x00" + str(row) otherwise
+    sample_id = xxh3_128_hexdigest(source_dataset + "\\x00" + key)
+
+``relative_path`` is the file's path relative to the dataset's root (never a tier URI) and
+``row`` is the record's 0-based index in that file, so the id survives tier moves and does not
+depend on how an engine splits files.
+
+``content_hash`` = xxh3-128 (hex) of the text after Unicode NFKC normalisation and collapsing
+every run of whitespace to one space, with leading/trailing whitespace stripped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import pyarrow as pa
+import xxhash
+
+SAMPLE_SCHEMA = pa.schema(
+    [
+        pa.field("sample_id", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("content_hash", pa.string(), nullable=False),
+        pa.field("source_dataset", pa.string(), nullable=False),
+        pa.field("source_version", pa.int64(), nullable=False),
+        pa.field("source_uri", pa.string(), nullable=False),
+        pa.field("source_path", pa.string(), nullable=False),
+        pa.field("source_row", pa.int64(), nullable=False),
+        pa.field("source_offset", pa.int64(), nullable=True),
+        pa.field("meta", pa.string(), nullable=True),  # JSON object of the record's other fields
+    ]
+)
+
+# Deterministic "first" for exact dedupe and ties: input order, independent of engine and tier.
+SOURCE_ORDER = ["source_dataset", "source_path", "source_row"]
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("source_dataset", pa.string(), nullable=False),
+        pa.field("source_uri", pa.string(), nullable=False),
+        pa.field("source_path", pa.string(), nullable=False),
+        pa.field("source_row", pa.int64(), nullable=True),
+        pa.field("source_offset", pa.int64(), nullable=True),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("message", pa.string(), nullable=True),
+        pa.field("raw", pa.binary(), nullable=True),  # truncated to settings.quarantine_raw_bytes
+        pa.field("raw_size", pa.int64(), nullable=True),
+    ]
+)
+
+_WS = re.compile(r"\s+")
+
+
+def normalize_for_hash(text: str) -> str:
+    """NFKC, then collapse whitespace runs to one space and strip."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def content_hash(text: str) -> str:
+    return xxhash.xxh3_128_hexdigest(normalize_for_hash(text).encode("utf-8"))
+
+
+def sample_key_from_id(record_id: object) -> str:
+    return f"id:{record_id}"
+
+
+def sample_key_from_position(relative_path: str, row: int) -> str:
+    return f"pos:{relative_path}\x00{row}"
+
+
+def sample_id(source_dataset: str, key: str) -> str:
+    return xxhash.xxh3_128_hexdigest(f"{source_dataset}\x00{key}".encode())
+
+
+def empty_samples() -> pa.Table:
+    return SAMPLE_SCHEMA.empty_table()
