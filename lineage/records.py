@@ -130,3 +130,12 @@ def stamp(batch: pa.RecordBatch, run_id: str, step: int) -> pa.RecordBatch:
     cols[0] = pa.repeat(pa.scalar(run_id, pa.string()), n)
     cols[1] = pa.repeat(pa.scalar(step, pa.int32()), n)
     return pa.RecordBatch.from_arrays(cols, schema=LINEAGE_SCHEMA)
+
+
+def detail_struct(length: int, **parts: pa.Array) -> pa.StructArray:
+    """A ``detail`` column with the named sub-structs set (e.g. ``duplicate=...``) and the rest null."""
+    unknown = set(parts) - set(DETAIL.names)
+    if unknown:
+        raise KeyError(f"unknown detail field(s) {sorted(unknown)}; known: {DETAIL.names}")
+    arrays = [parts[f.name] if f.name in parts else pa.nulls(length, f.type) for f in DETAIL]
+    return pa.StructArray.from_arrays(arrays, fields=list(DETAIL))

@@ -49,6 +49,7 @@ class OperatorOutput:
     samples: pa.RecordBatch
     lineage: pa.RecordBatch
     quarantine: pa.RecordBatch | None = None
+    stats: dict[str, int] = dataclasses.field(default_factory=dict)  # extra counters, summed by the engine
 
     def __post_init__(self) -> None:
         if self.samples.schema != SAMPLE_SCHEMA:

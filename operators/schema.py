@@ -16,11 +16,10 @@ every run of whitespace to one space, with leading/trailing whitespace stripped.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
 import pyarrow as pa
 import xxhash
+
+from operators.text import content_hash, content_hashes  # noqa: F401  (re-exported)
 
 SAMPLE_SCHEMA = pa.schema(
     [
@@ -54,18 +53,6 @@ QUARANTINE_SCHEMA = pa.schema(
         pa.field("raw_size", pa.int64(), nullable=True),
     ]
 )
-
-_WS = re.compile(r"\s+")
-
-
-def normalize_for_hash(text: str) -> str:
-    """NFKC, then collapse whitespace runs to one space and strip."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
-
-
-def content_hash(text: str) -> str:
-    return xxhash.xxh3_128_hexdigest(normalize_for_hash(text).encode("utf-8"))
-
 
 def sample_key_from_id(record_id: object) -> str:
     return f"id:{record_id}"

@@ -1,0 +1,108 @@
+"""SQLAlchemy 2 models. They are mapped dataclasses, so API schemas derive from them directly."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, MappedAsDataclass, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(MappedAsDataclass, DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}
+
+
+class Dataset(Base):
+    __tablename__ = "datasets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    tier: Mapped[str] = mapped_column(String(100))
+    description: Mapped[str] = mapped_column(Text, default="")
+    owner: Mapped[str] = mapped_column(String(200), default="")
+    license: Mapped[str] = mapped_column(String(200), default="")
+    tags: Mapped[list[Any]] = mapped_column(default_factory=list)
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    versions: Mapped[list[DatasetVersion]] = relationship(
+        back_populates="dataset", default_factory=list, repr=False, order_by="DatasetVersion.version"
+    )
+
+
+class Run(Base):
+    """One pipeline execution. Its status flips to ``succeeded`` in the same transaction that
+    records the output version: that transaction is the run's only commit point."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    pipeline: Mapped[str] = mapped_column(String(200))
+    engine: Mapped[str] = mapped_column(String(20))
+    output_dataset: Mapped[str] = mapped_column(String(200))
+    spec: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)  # the pipeline as run
+    operators: Mapped[list[Any]] = mapped_column(default_factory=list)  # name, version, params
+    inputs: Mapped[list[Any]] = mapped_column(default_factory=list)  # datasets/versions and raw sources
+    code_version: Mapped[str] = mapped_column(String(100), default="")
+    status: Mapped[str] = mapped_column(String(20), default="running")  # running|succeeded|failed
+    started_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(default=None)
+    counts: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)  # per-operator counts
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    host: Mapped[str] = mapped_column(String(200), default="")
+    pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    staging_prefix: Mapped[str] = mapped_column(String(300), default="")  # table subfolder its files go to
+
+
+class DatasetVersion(Base):
+    __tablename__ = "dataset_versions"
+    __table_args__ = (UniqueConstraint("dataset_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), init=False)
+    version: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"))
+    tier: Mapped[str] = mapped_column(String(100))
+    # tier-relative Delta table paths and the Delta versions this dataset version pins
+    data_path: Mapped[str] = mapped_column(String(500))
+    data_delta_version: Mapped[int] = mapped_column(Integer)
+    lineage_path: Mapped[str] = mapped_column(String(500))
+    lineage_delta_version: Mapped[int] = mapped_column(Integer)
+    quarantine_path: Mapped[str] = mapped_column(String(500))
+    quarantine_delta_version: Mapped[int] = mapped_column(Integer)
+    row_count: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    quarantine_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    schema: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    dataset: Mapped[Dataset] = relationship(back_populates="versions", default=None, repr=False)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.dataset.name}:v{self.version}"
+
+
+class Release(Base):
+    """``name@tag`` pinned to one dataset version. Immutable once published."""
+
+    __tablename__ = "releases"
+    __table_args__ = (UniqueConstraint("name", "tag"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    name: Mapped[str] = mapped_column(String(200))
+    tag: Mapped[str] = mapped_column(String(200))
+    dataset_version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id"))
+    content_digest: Mapped[str] = mapped_column(String(64))
+    manifest: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
+    state: Mapped[str] = mapped_column(String(20), default="published")  # published|deprecated
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    published_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    deprecated_at: Mapped[datetime | None] = mapped_column(default=None)
+    dataset_version: Mapped[DatasetVersion] = relationship(default=None, repr=False)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.tag}"

@@ -1,0 +1,170 @@
+"""The convert operator: file chunks in, samples + quarantine + lineage out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from lineage.records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
+from lineage.settings import TierConfig
+from operators.base import OperatorOutput, Params, SourceOperator
+from operators.convert.readers import READERS, RawRecord, ReadOptions
+from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA, sample_id, sample_key_from_id, sample_key_from_position
+from operators.text import content_hashes
+from storage.tier import Tier
+
+
+@dataclass(frozen=True)
+class ConvertParams(Params):
+    text_field: str = "text"
+    id_field: str | None = None  # None: ids come from (relative path, row)
+    text_mode: str = "file"  # plain-text files: "file" = one document per file, "line" = one per line
+    csv_delimiter: str | None = None
+    max_record_bytes: int = 8 * 1024 * 1024
+    quarantine_raw_bytes: int = 4096
+    batch_rows: int = 4096
+
+    def __post_init__(self) -> None:
+        if self.text_mode not in ("file", "line"):
+            raise ValueError(f"text_mode must be 'file' or 'line', not {self.text_mode!r}")
+        if self.max_record_bytes <= 0 or self.batch_rows <= 0:
+            raise ValueError("max_record_bytes and batch_rows must be positive")
+
+
+# sample columns that fill ``detail.source``, in SOURCE_DETAIL's field order
+_SOURCE_COLUMNS = ("source_dataset", "source_version", "source_uri", "source_path", "source_row", "source_offset")
+
+
+class _Builder:
+    """Accumulates one output batch worth of samples and quarantine rows for one chunk."""
+
+    def __init__(self, chunk: dict, tier: Tier, params: ConvertParams, run_id: str) -> None:
+        self.chunk, self.params, self.run_id = chunk, params, run_id
+        self.uri = tier.uri(chunk["path"])
+        self.samples: dict[str, list] = {name: [] for name in SAMPLE_SCHEMA.names}
+        self.quarantine: list[dict] = []
+        self.blank_lines = 0
+
+    def __len__(self) -> int:
+        return len(self.samples["text"]) + len(self.quarantine)
+
+    def add(self, rec: RawRecord) -> None:
+        if rec.reason == "blank_line":
+            self.blank_lines += 1
+            return
+        if rec.reason is None:
+            text, key, meta, reason, message = self._sample_fields(rec)
+            if reason is None:
+                s = self.samples
+                s["sample_id"].append(sample_id(self.chunk["source_dataset"], key))
+                s["text"].append(text)
+                s["source_row"].append(rec.row)
+                s["source_offset"].append(rec.offset)
+                s["meta"].append(meta)
+                return
+            rec.reason, rec.message = reason, message
+        raw = rec.raw
+        self.quarantine.append(
+            {
+                "run_id": self.run_id,
+                "source_dataset": self.chunk["source_dataset"],
+                "source_uri": self.uri,
+                "source_path": self.chunk["relative_path"],
+                "source_row": rec.row,
+                "source_offset": rec.offset,
+                "reason": rec.reason,
+                "message": rec.message,
+                "raw": raw[: self.params.quarantine_raw_bytes] if raw is not None else None,
+                "raw_size": len(raw) if raw is not None else None,
+            }
+        )
+
+    def _sample_fields(self, rec: RawRecord) -> tuple[str, str, str | None, str | None, str | None]:
+        """(text, key, meta_json, reason, message); reason is set when the record is refused."""
+        p = self.params
+        position_key = sample_key_from_position(self.chunk["relative_path"], rec.row)
+        if isinstance(rec.value, str):  # plain text
+            text, rest = rec.value, None
+        else:
+            rest = dict(rec.value)
+            if p.text_field not in rest:
+                return "", "", None, "missing_text_field", f"no field {p.text_field!r}"
+            text = rest.pop(p.text_field)
+            if not isinstance(text, str):
+                return "", "", None, "text_not_string", f"{p.text_field!r} is {type(text).__name__}"
+        if not text.strip():
+            return "", "", None, "empty_text", "text is empty or whitespace"
+        key = position_key
+        if p.id_field is not None:
+            record_id = None if rest is None else rest.get(p.id_field)
+            if record_id is None or record_id == "":
+                return "", "", None, "missing_id_field", f"no value in id field {p.id_field!r}"
+            if not isinstance(record_id, str | int) or isinstance(record_id, bool):
+                return "", "", None, "invalid_id", f"id field {p.id_field!r} is {type(record_id).__name__}"
+            key = sample_key_from_id(record_id)
+        meta = json.dumps(rest, ensure_ascii=False, default=str) if rest else None
+        return text, key, meta, None, None
+
+    def flush(self) -> OperatorOutput:
+        n = len(self.samples["text"])
+        texts = pa.array(self.samples["text"], pa.string())
+        c = self.chunk
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array(self.samples["sample_id"], pa.string()),
+                texts,
+                content_hashes(texts),
+                pa.repeat(pa.scalar(c["source_dataset"], pa.string()), n),
+                pa.repeat(pa.scalar(c["source_version"], pa.int64()), n),
+                pa.repeat(pa.scalar(self.uri, pa.string()), n),
+                pa.repeat(pa.scalar(c["relative_path"], pa.string()), n),
+                pa.array(self.samples["source_row"], pa.int64()),
+                pa.array(self.samples["source_offset"], pa.int64()),
+                pa.array(self.samples["meta"], pa.string()),
+            ],
+            schema=SAMPLE_SCHEMA,
+        )
+        source = pa.StructArray.from_arrays(
+            [batch.column(name) for name in _SOURCE_COLUMNS], fields=list(SOURCE_DETAIL)
+        )
+        lineage = lineage_batch(
+            operator=ConvertOperator.name,
+            operator_version=ConvertOperator.version,
+            sample_ids=batch.column(0),
+            verdicts=pa.repeat(pa.scalar(Verdict.KEPT.value, pa.string()), n),
+            detail=detail_struct(n, source=source),
+        )
+        quarantine = pa.RecordBatch.from_pylist(self.quarantine, schema=QUARANTINE_SCHEMA)
+        out = OperatorOutput(batch, lineage, quarantine, {"blank_lines": self.blank_lines})
+        self.samples = {name: [] for name in SAMPLE_SCHEMA.names}
+        self.quarantine = []
+        self.blank_lines = 0
+        return out
+
+
+class ConvertOperator(SourceOperator):
+    name = "convert"
+    version = "1"
+    Params = ConvertParams
+
+    def __init__(self, params: ConvertParams | dict | None = None, run_id: str = "") -> None:
+        super().__init__(params)
+        self.run_id = run_id
+
+    def read(self, chunks: pa.RecordBatch) -> Iterator[OperatorOutput]:
+        p: ConvertParams = self.params  # type: ignore[assignment]
+        opts = ReadOptions(p.max_record_bytes, p.text_mode, p.csv_delimiter, p.batch_rows)
+        for chunk in chunks.to_pylist():
+            if chunk["start"] != 0 or chunk["end"] is not None:
+                raise ValueError("convert reads whole files; byte-range chunks are not supported")
+            tier = Tier(TierConfig.model_validate_json(chunk["tier"]))
+            reader = READERS[chunk["format"]]
+            builder = _Builder(chunk, tier, p, self.run_id)
+            for rec in reader(tier.filesystem, tier.path(chunk["path"]), opts):
+                builder.add(rec)
+                if len(builder) >= p.batch_rows:
+                    yield builder.flush()
+            yield builder.flush()

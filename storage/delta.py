@@ -1,0 +1,146 @@
+"""Delta tables on a tier: commit Parquet files that an engine already wrote, and read versions.
+
+Engines write a run's files into a subfolder of the table (``run-<id>/``); the driver commits
+exactly those files in one Delta transaction, with per-file statistics from the Parquet footers
+so readers can prune. Each commit *overwrites*: a dataset version is a full snapshot, so a
+commit left behind by a run that died before the catalog commit is never part of a later one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Schema
+from deltalake.exceptions import TableNotFoundError
+from deltalake.transaction import AddAction, create_table_with_add_actions
+
+from storage.tier import Tier
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A Parquet file inside a table folder: path relative to the table root."""
+
+    path: str
+    size: int
+    num_rows: int
+    stats: dict[str, Any]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return None  # Delta stats for binary columns are not useful for pruning
+    return value
+
+
+def describe_file(tier: Tier, table_path: str, relative: str) -> DataFile:
+    """Size, row count and Delta statistics (min/max/nulls of top-level primitives) of a file."""
+    path = tier.path(table_path, relative)
+    size = tier.filesystem.get_file_info(path).size
+    with tier.filesystem.open_input_file(path) as handle:
+        meta = pq.ParquetFile(handle).metadata
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    schema = meta.schema.to_arrow_schema()
+    for col_idx in range(meta.num_columns):
+        column = meta.schema.column(col_idx)
+        name = column.path
+        if "." in name or not (pa.types.is_primitive(schema.field(name).type) or pa.types.is_string(
+            schema.field(name).type
+        )):
+            continue
+        lo = hi = None
+        null_count = 0
+        complete = True
+        for rg in range(meta.num_row_groups):
+            st = meta.row_group(rg).column(col_idx).statistics
+            if st is None or not st.has_min_max:
+                complete = complete and (st is not None and st.null_count == meta.row_group(rg).num_rows)
+                null_count += st.null_count if st is not None and st.has_null_count else 0
+                continue
+            lo = st.min if lo is None or st.min < lo else lo
+            hi = st.max if hi is None or st.max > hi else hi
+            null_count += st.null_count if st.has_null_count else 0
+        if complete and lo is not None and _jsonable(lo) is not None:
+            mins[name], maxs[name] = _jsonable(lo), _jsonable(hi)
+        nulls[name] = null_count
+    stats = {"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    return DataFile(relative, size, meta.num_rows, stats)
+
+
+def commit_snapshot(
+    tier: Tier,
+    table_path: str,
+    files: list[DataFile],
+    schema: pa.Schema,
+    metadata: dict[str, str] | None = None,
+) -> int:
+    """Make ``files`` the table's whole content in one Delta commit; return the new version."""
+    uri = tier.uri(table_path)
+    now = int(time.time() * 1000)
+    actions = [
+        AddAction(
+            path=f.path,
+            size=f.size,
+            partition_values={},
+            modification_time=now,
+            data_change=True,
+            stats=json.dumps(f.stats),
+        )
+        for f in files
+    ]
+    delta_schema = Schema.from_arrow(schema)
+    props = CommitProperties(custom_metadata=metadata or {})
+    opts = tier.storage_options
+    try:
+        table = DeltaTable(uri, storage_options=opts)
+    except TableNotFoundError:
+        try:
+            create_table_with_add_actions(
+                uri, delta_schema, actions, mode="error", storage_options=opts, commit_properties=props
+            )
+            return DeltaTable(uri, storage_options=opts).version()
+        except Exception:  # another writer created it first: fall through to a normal commit
+            if not DeltaTable.is_deltatable(uri, storage_options=opts):
+                raise
+            table = DeltaTable(uri, storage_options=opts)
+    table.create_write_transaction(actions, mode="overwrite", schema=delta_schema, commit_properties=props)
+    table.update_incremental()
+    return table.version()
+
+
+def open_version(tier: Tier, table_path: str, version: int) -> DeltaTable:
+    return DeltaTable(tier.uri(table_path), version=version, storage_options=tier.storage_options)
+
+
+def version_dataset(tier: Tier, table_path: str, version: int) -> pads.Dataset:
+    """A pyarrow dataset over exactly one Delta version, read with the tier's native filesystem.
+
+    A native filesystem (rather than delta-rs's own) avoids a known exit-time crash and is faster.
+    """
+    table = open_version(tier, table_path, version)
+    fs = pafs.SubTreeFileSystem(tier.path(table_path), tier.filesystem)
+    return table.to_pyarrow_dataset(filesystem=fs)
+
+
+def version_files(tier: Tier, table_path: str, version: int) -> list[dict[str, Any]]:
+    """Files of one version: ``path`` (relative to the table), ``size``, ``num_records``."""
+    actions = pa.table(open_version(tier, table_path, version).get_add_actions(flatten=True))
+    rows = []
+    for rec in actions.select(["path", "size_bytes", "num_records"]).to_pylist():
+        rows.append({"path": rec["path"], "size": rec["size_bytes"], "num_records": rec["num_records"]})
+    return sorted(rows, key=lambda r: r["path"])
