@@ -57,6 +57,7 @@ class Settings(BaseSettings):
     duckdb_memory_limit: str = "1GB"
     parquet_row_group_rows: int = 65536
     parquet_file_rows: int = 1_000_000
+    group_partition_rows: int = 2_000_000  # rows of key columns a group step holds in memory at once
 
     @model_validator(mode="after")
     def _defaults(self) -> Settings:

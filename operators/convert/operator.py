@@ -12,7 +12,13 @@ from lineage.records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
 from lineage.settings import TierConfig
 from operators.base import OperatorOutput, Params, SourceOperator
 from operators.convert.readers import READERS, RawRecord, ReadOptions
-from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA, sample_id, sample_key_from_id, sample_key_from_position
+from operators.schema import (
+    QUARANTINE_SCHEMA,
+    SAMPLE_SCHEMA,
+    sample_id,
+    sample_key_from_id,
+    sample_key_from_position,
+)
 from operators.text import content_hashes
 from storage.tier import Tier
 

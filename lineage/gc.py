@@ -1,0 +1,127 @@
+"""Clean up after runs that never reached their catalog commit.
+
+Safety rule: a file referenced by any Delta version that the catalog pins (every dataset
+version, so every release) is never deleted, and ``_delta_log`` is never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow.fs as pafs
+from sqlalchemy import select
+
+from lineage.catalog import Catalog, DatasetVersion, Run
+from lineage.catalog.models import utcnow
+from lineage.settings import Settings
+from storage.delta import version_files
+from storage.layout import DatasetTables
+from storage.tier import get_tier
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GcReport:
+    abandoned_runs: list[str] = field(default_factory=list)
+    deleted_files: list[str] = field(default_factory=list)
+    kept_files: int = 0
+
+
+def _process_alive(run: Run) -> bool:
+    if run.host != socket.gethostname() or run.pid is None:
+        return True  # cannot tell from here; a stale remote run is handled by the grace period
+    try:
+        os.kill(run.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def mark_abandoned_runs(catalog: Catalog, grace: timedelta) -> list[str]:
+    """Runs still 'running' whose process is gone (or that outlived ``grace``) become 'failed'."""
+    abandoned = []
+    with catalog.session() as s:
+        for run in s.scalars(select(Run).where(Run.status == "running")):
+            started = run.started_at if run.started_at.tzinfo else run.started_at.replace(tzinfo=utcnow().tzinfo)
+            if not _process_alive(run) or utcnow() - started > grace:
+                run.status, run.ended_at = "failed", utcnow()
+                run.error = (run.error or "") + "abandoned: the run's process is gone"
+                abandoned.append(run.id)
+    return abandoned
+
+
+def _tables_on_tiers(settings: Settings) -> list[tuple[str, str]]:
+    found = []
+    for config in settings.tiers:
+        tier = get_tier(config.name, settings)
+        try:
+            datasets = tier.filesystem.get_file_info(
+                pafs.FileSelector(tier.path("datasets"), recursive=False, allow_not_found=True)
+            )
+        except OSError as exc:
+            log.warning("gc: cannot list tier %s: %s", config.name, exc)
+            continue
+        for ds in datasets:
+            if ds.type == pafs.FileType.Directory:
+                for kind in DatasetTables.for_dataset(ds.base_name).all():
+                    found.append((config.name, kind))
+    return found
+
+
+def collect_garbage(
+    catalog: Catalog, settings: Settings, *, dry_run: bool = False, grace: timedelta = timedelta(days=2)
+) -> GcReport:
+    report = GcReport(abandoned_runs=[] if dry_run else mark_abandoned_runs(catalog, grace))
+    with catalog.session() as s:
+        running = set(s.scalars(select(Run.id).where(Run.status == "running")))
+        versions = list(s.scalars(select(DatasetVersion)))
+        tables: dict[tuple[str, str], set[str]] = {}
+        for dv in versions:
+            tier = get_tier(dv.tier, settings)
+            for path, version in (
+                (dv.data_path, dv.data_delta_version),
+                (dv.lineage_path, dv.lineage_delta_version),
+                (dv.quarantine_path, dv.quarantine_delta_version),
+            ):
+                protected = tables.setdefault((dv.tier, path), set())
+                protected.update(f["path"] for f in version_files(tier, path, version))
+    for tier_name, table_path in _tables_on_tiers(settings):
+        tables.setdefault((tier_name, table_path), set())  # tables no committed version knows yet
+    for (tier_name, table_path), protected in tables.items():
+        tier = get_tier(tier_name, settings)
+        fs = tier.filesystem
+        selector = pafs.FileSelector(tier.path(table_path), recursive=False, allow_not_found=True)
+        for folder in fs.get_file_info(selector):
+            name = folder.base_name
+            if folder.type != pafs.FileType.Directory or not name.startswith("run-"):
+                continue  # _delta_log and anything else are not ours to touch
+            if name.removeprefix("run-") in running:
+                continue
+            inner = pafs.FileSelector(folder.path, recursive=True)
+            for info in fs.get_file_info(inner):
+                if info.type != pafs.FileType.File:
+                    continue
+                relative = tier.relative(info.path)[len(table_path) + 1 :]
+                if relative in protected:
+                    report.kept_files += 1
+                    continue
+                report.deleted_files.append(f"{tier_name}:{table_path}/{relative}")
+                if not dry_run:
+                    fs.delete_file(info.path)
+    if not dry_run:
+        staging = Path(settings.staging_dir)
+        if staging.is_dir():
+            for child in staging.iterdir():
+                if child.name not in running:
+                    shutil.rmtree(child, ignore_errors=True)
+    log.info("gc: %d files deleted, %d kept", len(report.deleted_files), report.kept_files)
+    return report

@@ -1,0 +1,120 @@
+"""Releases: ``name@tag`` pinned to one dataset version, with a manifest, immutable once published."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+import xxhash
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from lineage.catalog import Catalog, DatasetVersion, Release, Run
+from lineage.settings import Settings
+from storage.checksum import file_checksum
+from storage.delta import version_files
+from storage.tier import get_tier
+
+log = logging.getLogger(__name__)
+
+MANIFEST_FORMAT = 1
+_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,127})@([A-Za-z0-9][A-Za-z0-9._-]{0,127})$")
+
+
+class ReleaseError(ValueError):
+    """A release request the catalog refuses (unknown, conflicting, immutable)."""
+
+
+def parse_ref(ref: str) -> tuple[str, str]:
+    match = _REF.match(ref)
+    if not match:
+        raise ReleaseError(f"invalid release reference {ref!r}: expected NAME@TAG")
+    return match.group(1), match.group(2)
+
+
+def build_manifest(dv: DatasetVersion, run: Run | None, settings: Settings) -> dict[str, Any]:
+    """Files with sizes and checksums read back from storage, row count, schema, QC summary."""
+    tier = get_tier(dv.tier, settings)
+    files = []
+    for entry in version_files(tier, dv.data_path, dv.data_delta_version):
+        checksum, size = file_checksum(tier, f"{dv.data_path}/{entry['path']}")
+        if size != entry["size"]:
+            raise ReleaseError(f"{entry['path']}: {size} bytes on storage, Delta log says {entry['size']}")
+        files.append({"path": entry["path"], "size": size, "rows": entry["num_records"], "xxh3_128": checksum})
+    counts = run.counts if run is not None else {}
+    return {
+        "format": MANIFEST_FORMAT,
+        "dataset": dv.dataset.name,
+        "dataset_version": dv.version,
+        "tier": dv.tier,
+        "data": {"table": dv.data_path, "delta_version": dv.data_delta_version},
+        "lineage": {"table": dv.lineage_path, "delta_version": dv.lineage_delta_version},
+        "quarantine": {"table": dv.quarantine_path, "delta_version": dv.quarantine_delta_version},
+        "row_count": dv.row_count,
+        "bytes": sum(f["size"] for f in files),
+        "schema": dv.schema,
+        "files": files,
+        "quality": {"steps": counts.get("steps", []), "quarantine": counts.get("quarantine", {})},
+        "run_id": dv.run_id,
+    }
+
+
+def content_digest(manifest: dict[str, Any]) -> str:
+    """Identity of a release's *content*: file checksums, row count and schema, not paths."""
+    body = {
+        "files": sorted((f["xxh3_128"], f["size"], f["rows"]) for f in manifest["files"]),
+        "row_count": manifest["row_count"],
+        "schema": manifest["schema"],
+    }
+    return xxhash.xxh3_128_hexdigest(json.dumps(body, sort_keys=True).encode())
+
+
+def get_release(session: Session, ref: str) -> Release:
+    name, tag = parse_ref(ref)
+    release = session.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
+    if release is None:
+        raise ReleaseError(f"release {ref} does not exist")
+    return release
+
+
+def publish(
+    catalog: Catalog,
+    settings: Settings,
+    ref: str,
+    *,
+    dataset: str | None = None,
+    version: int | None = None,
+    created_by: str = "local",
+) -> tuple[Release, bool]:
+    """Publish ``ref``; returns (release, created). Same content again: no-op. Different: refused."""
+    from pipelines.runner import latest_version  # runner imports the catalog; avoid a cycle at import
+
+    name, tag = parse_ref(ref)
+    with catalog.session() as s:
+        dv = latest_version(s, dataset or name, version)
+        manifest = build_manifest(dv, s.get(Run, dv.run_id), settings)
+        digest = content_digest(manifest)
+        existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
+        if existing is not None:
+            if existing.content_digest == digest:
+                log.info("release %s already published with the same content", ref)
+                return existing, False
+            pinned = existing.dataset_version
+            raise ReleaseError(
+                f"release {ref} is already published with different content "
+                f"({pinned.dataset.name} v{pinned.version}, digest {existing.content_digest[:12]}); "
+                f"releases are immutable: publish a new tag"
+            )
+        release = Release(
+            name=name,
+            tag=tag,
+            dataset_version_id=dv.id,
+            content_digest=digest,
+            manifest=manifest,
+            created_by=created_by,
+        )
+        release.dataset_version = dv
+        s.add(release)
+    return release, True

@@ -1,0 +1,192 @@
+"""The in-process engine: pyarrow streaming for map steps, DuckDB for shuffles, joins and sorts.
+
+Memory stays bounded: map steps stream batch by batch, intermediate samples go to Parquet in a
+local staging folder, and DuckDB (with a memory limit and a spill folder) does the group-by
+partitioning, the anti-join that removes dropped samples and the final sort by ``sample_id``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lineage.records import LINEAGE_SCHEMA, Verdict
+from lineage.settings import Settings
+from operators.base import GroupOperator
+from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
+from pipelines.arrow_util import conform
+from pipelines.engines.base import Engine, Job, JobResult, TableTarget
+from pipelines.parquet_out import PartWriter
+from pipelines.stages import Step, decide_groups, run_maps, run_source, segments
+from storage.delta import version_dataset
+from storage.tier import Tier, local_tier
+
+log = logging.getLogger(__name__)
+
+_DROPPED_SCHEMA = pa.schema([pa.field("sample_id", pa.string(), nullable=False)])
+
+
+class LocalEngine(Engine):
+    name = "local"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _writer(self, tier: Tier, table_path: str, prefix: str, schema: pa.Schema) -> PartWriter:
+        s = self.settings
+        return PartWriter(
+            tier, table_path, prefix, schema, file_rows=s.parquet_file_rows, row_group_rows=s.parquet_row_group_rows
+        )
+
+    def _target_writer(self, target: TableTarget, schema: pa.Schema) -> PartWriter:
+        return self._writer(target.tier, target.table_path, target.prefix, schema)
+
+    def _duckdb(self, spill: Path) -> duckdb.DuckDBPyConnection:
+        con = duckdb.connect()
+        con.execute(f"SET memory_limit='{self.settings.duckdb_memory_limit}'")
+        con.execute(f"SET temp_directory='{spill}'")
+        con.execute("SET preserve_insertion_order=false")
+        return con
+
+    # -- the job ----------------------------------------------------------------------------
+    def execute(self, job: Job) -> JobResult:
+        staging_root = Path(self.settings.staging_dir) / job.run_id
+        staging_root.mkdir(parents=True, exist_ok=True)
+        staging = local_tier(staging_root, name="staging")
+        try:
+            with self._duckdb(staging_root / "spill") as con:
+                return self._execute(job, staging, con)
+        finally:
+            shutil.rmtree(staging_root, ignore_errors=True)
+
+    def _execute(self, job: Job, staging: Tier, con: duckdb.DuckDBPyConnection) -> JobResult:
+        stats: Counter[str] = Counter()
+        lineage_w = self._writer(staging, "lineage", "parts", LINEAGE_SCHEMA)
+        quarantine_w = self._target_writer(job.quarantine, QUARANTINE_SCHEMA)
+        segs = segments(job.operators)
+
+        samples = self._run_maps(job, staging, "samples-0", self._inputs(job, lineage_w, quarantine_w, stats),
+                                 segs[0].maps, lineage_w)
+        for number, seg in enumerate(segs[1:], start=1):
+            assert seg.group is not None
+            dropped = self._group(job, staging, con, seg.group, samples, lineage_w, f"group-{number}")
+            survivors = self._anti_join(con, samples, dropped)
+            samples = self._run_maps(job, staging, f"samples-{number}", survivors, seg.maps, lineage_w)
+
+        lineage_files = [staging.path("lineage", f) for f in lineage_w.close()]
+        data_files = self._write_sorted(con, samples, "sample_id", SAMPLE_SCHEMA, job.data)
+        lineage_out = self._write_sorted(con, lineage_files, "sample_id, step", LINEAGE_SCHEMA, job.lineage)
+        return JobResult(data_files, lineage_out, quarantine_w.close(), dict(stats))
+
+    def _inputs(
+        self, job: Job, lineage_w: PartWriter, quarantine_w: PartWriter, stats: Counter[str]
+    ) -> Iterator[pa.RecordBatch]:
+        """Samples from raw sources (via convert, step 0) and from catalog dataset versions."""
+        for source in job.sources:
+            for chunk in source.chunks.to_batches(max_chunksize=1):
+                for out in run_source(source.convert, chunk, job.run_id):
+                    lineage_w.write(out.lineage)
+                    if out.quarantine is not None and out.quarantine.num_rows:
+                        quarantine_w.write(out.quarantine)
+                        for item in pc.value_counts(out.quarantine.column("reason")).to_pylist():
+                            stats[f"quarantine.{item['values']}"] += item["counts"]
+                    stats.update(out.stats)
+                    job.progress("records", out.samples.num_rows + (out.quarantine.num_rows if out.quarantine else 0))
+                    yield out.samples
+                job.progress("files", 1)
+        for ds in job.datasets:
+            dataset = version_dataset(ds.tier, ds.table_path, ds.delta_version)
+            for batch in dataset.to_batches(batch_size=self.settings.batch_rows):
+                job.progress("records", batch.num_rows)
+                yield conform(batch, SAMPLE_SCHEMA)
+
+    def _run_maps(
+        self,
+        job: Job,
+        staging: Tier,
+        name: str,
+        batches: Iterator[pa.RecordBatch],
+        maps: tuple[Step, ...],
+        lineage_w: PartWriter,
+    ) -> list[str]:
+        writer = self._writer(staging, name, "parts", SAMPLE_SCHEMA)
+        for batch in batches:
+            kept, lineage = run_maps(batch, maps, job.run_id)
+            for records in lineage:
+                lineage_w.write(records)
+            writer.write(kept)
+        return [staging.path(name, f) for f in writer.close()]
+
+    def _group(
+        self,
+        job: Job,
+        staging: Tier,
+        con: duckdb.DuckDBPyConnection,
+        step: Step,
+        samples: list[str],
+        lineage_w: PartWriter,
+        name: str,
+    ) -> list[str]:
+        """Run a group step over complete key groups; return files of dropped sample ids."""
+        op = step.operator
+        assert isinstance(op, GroupOperator)
+        dropped_w = self._writer(staging, name, "dropped", _DROPPED_SCHEMA)
+        if not samples:
+            return []
+        cols = ", ".join(f'"{c}"' for c in op.columns)
+        rows = con.sql("SELECT count(*) FROM read_parquet(?)", params=[samples]).fetchall()[0][0]
+        parts = max(1, math.ceil(rows / self.settings.group_partition_rows))
+        if parts == 1:
+            tables = [con.sql(f"SELECT {cols} FROM read_parquet(?)", params=[samples]).to_arrow_table()]
+        else:  # hash-partition so each part holds whole groups and fits in memory
+            out_dir = staging.path(name, "keys")
+            con.sql(
+                f"COPY (SELECT {cols}, hash(\"{op.key}\") % {parts} AS _part FROM read_parquet(?)) "
+                f"TO '{out_dir}' (FORMAT parquet, PARTITION_BY (_part))",
+                params=[samples],
+            )
+            tables = (pq.read_table(p).drop_columns(["_part"]) for p in sorted(Path(out_dir).glob("_part=*")))
+        for table in tables:
+            table = table.combine_chunks() if isinstance(table, pa.Table) else pa.table(table)
+            decisions = decide_groups(step, table, job.run_id)
+            lineage_w.write(decisions)
+            dropped = decisions.filter(pc.equal(decisions.column("verdict"), Verdict.DROPPED.value))
+            dropped_w.write(dropped.select(["sample_id"]))
+            job.progress(f"step{step.index}.{op.name}", table.num_rows)
+        return [staging.path(name, f) for f in dropped_w.close()]
+
+    def _anti_join(
+        self, con: duckdb.DuckDBPyConnection, samples: list[str], dropped: list[str]
+    ) -> Iterator[pa.RecordBatch]:
+        if not samples:
+            return
+        if dropped:
+            sql = "SELECT s.* FROM read_parquet(?) s ANTI JOIN read_parquet(?) d USING (sample_id)"
+            reader = con.sql(sql, params=[samples, dropped]).to_arrow_reader(self.settings.batch_rows)
+        else:
+            reader = con.sql("SELECT * FROM read_parquet(?)", params=[samples]).to_arrow_reader(
+                self.settings.batch_rows
+            )
+        for batch in reader:
+            yield conform(batch, SAMPLE_SCHEMA)
+
+    def _write_sorted(
+        self, con: duckdb.DuckDBPyConnection, files: list[str], order: str, schema: pa.Schema, target: TableTarget
+    ) -> list[str]:
+        """Sort by the lookup key so row-group statistics make point lookups cheap."""
+        writer = self._target_writer(target, schema)
+        if files:
+            sql = f"SELECT * FROM read_parquet(?) ORDER BY {order}"
+            for batch in con.sql(sql, params=[files]).to_arrow_reader(self.settings.batch_rows):
+                writer.write(conform(batch, schema))
+        return writer.close()

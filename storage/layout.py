@@ -1,0 +1,38 @@
+"""Where a dataset's Delta tables live on a tier. One place, so every component agrees."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_name(name: str, what: str = "dataset") -> str:
+    if not _NAME.match(name):
+        raise ValueError(
+            f"invalid {what} name {name!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class DatasetTables:
+    """Tier-relative paths of the three Delta tables of a dataset."""
+
+    data: str
+    lineage: str
+    quarantine: str
+
+    @classmethod
+    def for_dataset(cls, name: str) -> DatasetTables:
+        base = f"datasets/{check_name(name)}"
+        return cls(f"{base}/data", f"{base}/lineage", f"{base}/quarantine")
+
+    def all(self) -> tuple[str, str, str]:
+        return (self.data, self.lineage, self.quarantine)
+
+
+def run_prefix(run_id: str) -> str:
+    """The subfolder of each table that holds one run's files."""
+    return f"run-{run_id}"
