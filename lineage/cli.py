@@ -21,7 +21,6 @@ console = Console()
 err = Console(stderr=True)
 
 
-
 def _settings() -> Settings:
     return get_settings()
 
@@ -34,7 +33,9 @@ def _catalog():  # type: ignore[no-untyped-def]
 
 @app.callback()
 def main_callback(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO level.")] = False) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 def _fail(message: str) -> None:
@@ -52,7 +53,8 @@ def _run_spec(spec: Any, engine: str | None) -> Any:
         outcome = runner.run(spec, engine=engine, progress=progress)
     print_counts(outcome.counts)
     console.print(
-        f"[green]committed[/] {outcome.dataset} v{outcome.version}: {outcome.row_count:,} samples (run {outcome.run_id})"
+        f"[green]committed[/] {outcome.dataset} v{outcome.version}: "
+        f"{outcome.row_count:,} samples (run {outcome.run_id})"
     )
     return outcome
 
@@ -74,8 +76,17 @@ def ingest(
     spec = PipelineSpec.model_validate(
         {
             "name": f"ingest-{dataset}",
-            "inputs": [{"dataset": dataset, "path": path, "tier": tier, "format": fmt, "text_field": text_field,
-                        "id_field": id_field, "convert": {"text_mode": text_mode}}],
+            "inputs": [
+                {
+                    "dataset": dataset,
+                    "path": path,
+                    "tier": tier,
+                    "format": fmt,
+                    "text_field": text_field,
+                    "id_field": id_field,
+                    "convert": {"text_mode": text_mode},
+                }
+            ],
             "output": {"dataset": dataset},
         }
     )
@@ -113,8 +124,15 @@ def print_counts(counts: dict[str, Any]) -> None:
         table.add_column(col, justify="right" if col in ("in", "kept", "dropped", "modified") else "left")
     for st in counts.get("steps", []):
         reasons = ", ".join(f"{k}={v:,}" for k, v in sorted(st["reasons"].items()))
-        table.add_row(str(st["step"]), st["operator"], f"{st['in']:,}", f"{st['kept']:,}", f"{st['dropped']:,}",
-                      f"{st['modified']:,}", reasons)
+        table.add_row(
+            str(st["step"]),
+            st["operator"],
+            f"{st['in']:,}",
+            f"{st['kept']:,}",
+            f"{st['dropped']:,}",
+            f"{st['modified']:,}",
+            reasons,
+        )
     console.print(table)
     quarantine = counts.get("quarantine") or {}
     total = sum(quarantine.values())
@@ -136,9 +154,11 @@ def release_publish(
 
     release, created = _guard(lambda: publish(_catalog(), _settings(), ref, dataset=dataset, version=version))
     verb = "published" if created else "already published (same content), nothing to do:"
-    console.print(f"[green]{verb}[/] {release.ref} -> {release.manifest['dataset']} "
-                  f"v{release.manifest['dataset_version']} ({release.manifest['row_count']:,} samples, "
-                  f"digest {release.content_digest[:12]})")
+    console.print(
+        f"[green]{verb}[/] {release.ref} -> {release.manifest['dataset']} "
+        f"v{release.manifest['dataset_version']} ({release.manifest['row_count']:,} samples, "
+        f"digest {release.content_digest[:12]})"
+    )
 
 
 @release_app.command("list")
@@ -154,8 +174,14 @@ def release_list() -> None:
     with _catalog().session() as s:
         for r in s.scalars(select(Release).order_by(Release.published_at)):
             m = r.manifest
-            table.add_row(r.ref, m["dataset"], str(m["dataset_version"]), f"{m['row_count']:,}", r.state,
-                          r.published_at.strftime("%Y-%m-%d %H:%M"))
+            table.add_row(
+                r.ref,
+                m["dataset"],
+                str(m["dataset_version"]),
+                f"{m['row_count']:,}",
+                r.state,
+                r.published_at.strftime("%Y-%m-%d %H:%M"),
+            )
     console.print(table)
 
 
@@ -168,8 +194,10 @@ def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
         release = _guard(lambda: get_release(s, ref))
         m = release.manifest
         console.print(f"[bold]{release.ref}[/] ({release.state}) digest {release.content_digest}")
-        console.print(f"dataset {m['dataset']} v{m['dataset_version']} on tier {m['tier']}: "
-                      f"{m['row_count']:,} samples, {m['bytes']:,} bytes in {len(m['files'])} files")
+        console.print(
+            f"dataset {m['dataset']} v{m['dataset_version']} on tier {m['tier']}: "
+            f"{m['row_count']:,} samples, {m['bytes']:,} bytes in {len(m['files'])} files"
+        )
         files = Table(title="Files")
         for col in ("path", "rows", "bytes", "xxh3-128"):
             files.add_column(col)
@@ -193,9 +221,12 @@ def sample(
     if not found.found:
         _fail(f"sample {sample_id} is in no dataset version's lineage")
     if as_json:
-        console.print_json(json.dumps(
-            {"sample_id": sample_id, "source": found.source,
-             "versions": [v.__dict__ for v in found.versions]}, default=str))
+        console.print_json(
+            json.dumps(
+                {"sample_id": sample_id, "source": found.source, "versions": [v.__dict__ for v in found.versions]},
+                default=str,
+            )
+        )
         return
     print_sample_lineage(found)
 
@@ -203,8 +234,10 @@ def sample(
 def print_sample_lineage(found: Any) -> None:
     src = found.source or {}
     console.print(f"[bold]sample {found.sample_id}[/]")
-    console.print(f"  source: {src.get('uri')} (dataset {src.get('dataset')}, path {src.get('path')}, "
-                  f"row {src.get('row')}, byte offset {src.get('offset')})")
+    console.print(
+        f"  source: {src.get('uri')} (dataset {src.get('dataset')}, path {src.get('path')}, "
+        f"row {src.get('row')}, byte offset {src.get('offset')})"
+    )
     for v in found.versions:
         state = "[green]in output[/]" if v.in_output else "[red]not in output[/]"
         console.print(f"  {v.dataset} v{v.version} (run {v.run_id[:8]}): {state}")
@@ -214,13 +247,17 @@ def print_sample_lineage(found: Any) -> None:
                 line += f" ({rec['reason']})"
             dup = (rec["detail"] or {}).get("duplicate")
             if dup:
-                line += (f" duplicate of {dup['kept_id']} [{dup['method']}, cluster {dup['cluster_id'][:12]}, "
-                         f"size {dup['cluster_size']}, jaccard {dup['jaccard']:.3f}]")
+                line += (
+                    f" duplicate of {dup['kept_id']} [{dup['method']}, cluster {dup['cluster_id'][:12]}, "
+                    f"size {dup['cluster_size']}, jaccard {dup['jaccard']:.3f}]"
+                )
             console.print(escape(line))
             for rule in (rec["detail"] or {}).get("rules") or []:
                 if not rule["passed"]:
-                    console.print(f"      rule {rule['rule_set']}:{rule['rule']} value {rule['value']:.4g} "
-                                  f"{rule['comparison']} {rule['threshold']:.4g} failed")
+                    console.print(
+                        f"      rule {rule['rule_set']}:{rule['rule']} value {rule['value']:.4g} "
+                        f"{rule['comparison']} {rule['threshold']:.4g} failed"
+                    )
 
 
 @app.command()
@@ -236,8 +273,9 @@ def export(
 
     with Progress(console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"export {ref}", total=None)
-        path, rows = _guard(lambda: export_release(_catalog(), _settings(), ref, out, fmt,
-                                                   lambda n: progress.advance(task, n)))
+        path, rows = _guard(
+            lambda: export_release(_catalog(), _settings(), ref, out, fmt, lambda n: progress.advance(task, n))
+        )
     console.print(f"wrote {rows:,} samples to {path}")
 
 
@@ -248,8 +286,10 @@ def gc(dry_run: Annotated[bool, typer.Option(help="Only list what would be delet
 
     report = collect_garbage(_catalog(), _settings(), dry_run=dry_run)
     verb = "would delete" if dry_run else "deleted"
-    console.print(f"abandoned runs marked failed: {len(report.abandoned_runs)}; {verb} "
-                  f"{len(report.deleted_files)} files; kept {report.kept_files} committed files")
+    console.print(
+        f"abandoned runs marked failed: {len(report.abandoned_runs)}; {verb} "
+        f"{len(report.deleted_files)} files; kept {report.kept_files} committed files"
+    )
 
 
 @app.command()
@@ -265,8 +305,14 @@ def datasets() -> None:
     with _catalog().session() as s:
         for ds in s.scalars(select(Dataset).order_by(Dataset.name)):
             for v in ds.versions:
-                table.add_row(ds.name, str(v.version), f"{v.row_count:,}", f"{v.quarantine_count:,}", v.run_id[:8],
-                              v.created_at.strftime("%Y-%m-%d %H:%M"))
+                table.add_row(
+                    ds.name,
+                    str(v.version),
+                    f"{v.row_count:,}",
+                    f"{v.quarantine_count:,}",
+                    v.run_id[:8],
+                    v.created_at.strftime("%Y-%m-%d %H:%M"),
+                )
     console.print(table)
 
 

@@ -42,12 +42,13 @@ def run_demo(console: Console, settings: Settings, data_dir: Path | None = None)
         state = "published" if created else "already published with identical content (no-op)"
     except ValueError as exc:  # an older demo published different content under this tag
         console.print(f"[yellow]{exc}[/]")
-        release, created = publish(catalog, settings, f"debian-clean@demo-v{outcome.version}",
-                                   version=outcome.version)
+        release, created = publish(catalog, settings, f"debian-clean@demo-v{outcome.version}", version=outcome.version)
         state = "published"
     m = release.manifest
-    console.print(f"{release.ref}: {state}; {m['row_count']:,} samples in {len(m['files'])} files, "
-                  f"{m['bytes']:,} bytes, content digest {release.content_digest}")
+    console.print(
+        f"{release.ref}: {state}; {m['row_count']:,} samples in {len(m['files'])} files, "
+        f"{m['bytes']:,} bytes, content digest {release.content_digest}"
+    )
 
     console.rule("[bold]3. lineage of one dropped duplicate and one kept sample")
     with catalog.session() as s:
@@ -56,5 +57,10 @@ def run_demo(console: Console, settings: Settings, data_dir: Path | None = None)
         kept = example_sample_ids(dv, settings, verdict="kept", operator="exact_dedupe")
     for sample_id in dropped + kept:
         print_sample_lineage(sample_lineage(catalog, settings, sample_id, outcome.dataset))
-    console.print("\nTry: lineage release show " + release.ref + " | lineage sample <id> | lineage export "
-                  + release.ref + " --out export/")
+    console.print(
+        "\nTry: lineage release show "
+        + release.ref
+        + " | lineage sample <id> | lineage export "
+        + release.ref
+        + " --out export/"
+    )

@@ -21,8 +21,13 @@ from pipelines.engines.base import ProgressFn
 @contextmanager
 def run_progress(console: Console, total_files: int | None = None) -> Iterator[ProgressFn]:
     """A live display with one line per counter the engine reports (files, records, steps)."""
-    columns = [SpinnerColumn(), TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn()]
+    columns = [
+        SpinnerColumn(),
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    ]
     with Progress(*columns, console=console, transient=False, disable=not console.is_terminal) as progress:
         tasks: dict[str, int] = {}
 

@@ -49,8 +49,14 @@ class SampleLineage:
                     return rec["detail"]["source"]
             if v.sample:
                 s = v.sample
-                return {"dataset": s["source_dataset"], "version": s["source_version"], "uri": s["source_uri"],
-                        "path": s["source_path"], "row": s["source_row"], "offset": s["source_offset"]}
+                return {
+                    "dataset": s["source_dataset"],
+                    "version": s["source_version"],
+                    "uri": s["source_uri"],
+                    "path": s["source_path"],
+                    "row": s["source_row"],
+                    "offset": s["source_offset"],
+                }
         return None
 
 
@@ -61,8 +67,11 @@ def _lookup(dv: DatasetVersion, settings: Settings, table: str, sample_id: str, 
     )
     with duckdb.connect() as con:
         con.register("ds", version_dataset(tier, path, version))
-        return con.sql(f"SELECT * FROM ds WHERE sample_id = ? ORDER BY {order}", params=[sample_id]).to_arrow_table(
-        ).to_pylist()
+        return (
+            con.sql(f"SELECT * FROM ds WHERE sample_id = ? ORDER BY {order}", params=[sample_id])
+            .to_arrow_table()
+            .to_pylist()
+        )
 
 
 def versions_of(session: Session, dataset: str | None = None) -> list[DatasetVersion]:
@@ -98,6 +107,7 @@ def example_sample_ids(
     params: list[Any] = [verdict] + ([operator] if operator else [])
     with duckdb.connect() as con:
         con.register("ds", version_dataset(tier, dv.lineage_path, dv.lineage_delta_version))
-        rows = con.sql(f"SELECT sample_id FROM ds WHERE {where} ORDER BY sample_id LIMIT {int(limit)}",
-                       params=params).fetchall()
+        rows = con.sql(
+            f"SELECT sample_id FROM ds WHERE {where} ORDER BY sample_id LIMIT {int(limit)}", params=params
+        ).fetchall()
     return [r[0] for r in rows]

@@ -56,9 +56,7 @@ class ExactDedupe(GroupOperator):
             fields=list(DUPLICATE_DETAIL),
             mask=pc.invert(mask),
         )
-        related = pa.ListArray.from_arrays(
-            pa.array(np.arange(n + 1, dtype=np.int32)), kept_ids, mask=pc.invert(mask)
-        )
+        related = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), kept_ids, mask=pc.invert(mask))
         return lineage_batch(
             operator=self.name,
             operator_version=self.version,
@@ -68,4 +66,3 @@ class ExactDedupe(GroupOperator):
             related_ids=related,
             detail=detail_struct(n, duplicate=duplicate),
         )
-

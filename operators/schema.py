@@ -54,6 +54,7 @@ QUARANTINE_SCHEMA = pa.schema(
     ]
 )
 
+
 def sample_key_from_id(record_id: object) -> str:
     return f"id:{record_id}"
 

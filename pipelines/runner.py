@@ -155,8 +155,14 @@ class Runner:
                 chunks = plan_chunks(src, RAW_SOURCE_VERSION)
                 convert = ConvertOperator(inp.convert_params(), run_id=run_id)
                 sources.append(SourceInput(chunks, convert))
-                recorded.append({"kind": "files", "dataset": inp.dataset, "uri": src.tier.uri(src.pattern),
-                                 "files": chunks.num_rows})
+                recorded.append(
+                    {
+                        "kind": "files",
+                        "dataset": inp.dataset,
+                        "uri": src.tier.uri(src.pattern),
+                        "files": chunks.num_rows,
+                    }
+                )
             else:
                 with self.catalog.session() as s:
                     dv = latest_version(s, inp.dataset, inp.version)
@@ -184,12 +190,19 @@ class Runner:
             dataset = s.scalars(select(Dataset).where(Dataset.name == spec.output.dataset)).first()
             if dataset is None:
                 out = spec.output
-                dataset = Dataset(name=out.dataset, tier=tier.name, description=out.description,
-                                  owner=out.owner, license=out.license, tags=list(out.tags))
+                dataset = Dataset(
+                    name=out.dataset,
+                    tier=tier.name,
+                    description=out.description,
+                    owner=out.owner,
+                    license=out.license,
+                    tags=list(out.tags),
+                )
                 s.add(dataset)
                 s.flush()
-            number = (s.scalar(select(func.max(DatasetVersion.version)).where(
-                DatasetVersion.dataset_id == dataset.id)) or 0) + 1
+            number = (
+                s.scalar(select(func.max(DatasetVersion.version)).where(DatasetVersion.dataset_id == dataset.id)) or 0
+            ) + 1
             dv = DatasetVersion(
                 version=number,
                 run_id=run_id,
@@ -203,8 +216,9 @@ class Runner:
                 row_count=row_count,
                 bytes=sum(f.size for f in data),
                 quarantine_count=sum(f.num_rows for f in quarantine),
-                schema={"fields": [{"name": f.name, "type": str(f.type), "nullable": f.nullable}
-                                   for f in SAMPLE_SCHEMA]},
+                schema={
+                    "fields": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in SAMPLE_SCHEMA]
+                },
             )
             dv.dataset = dataset
             s.add(dv)
@@ -220,10 +234,21 @@ class Runner:
         """Per-step verdict counts from the lineage just written; refuses duplicate sample ids."""
         fs = tier.filesystem
         con = duckdb.connect()
-        con.register("lin", pads.dataset([tier.path(tables.lineage, f.path) for f in lineage], filesystem=fs,
-                                          schema=LINEAGE_SCHEMA, format="parquet"))
-        con.register("smp", pads.dataset([tier.path(tables.data, f.path) for f in data], filesystem=fs,
-                                          schema=SAMPLE_SCHEMA, format="parquet"))
+        con.register(
+            "lin",
+            pads.dataset(
+                [tier.path(tables.lineage, f.path) for f in lineage],
+                filesystem=fs,
+                schema=LINEAGE_SCHEMA,
+                format="parquet",
+            ),
+        )
+        con.register(
+            "smp",
+            pads.dataset(
+                [tier.path(tables.data, f.path) for f in data], filesystem=fs, schema=SAMPLE_SCHEMA, format="parquet"
+            ),
+        )
         dupes = con.sql(
             "SELECT sample_id, count(*) AS n FROM smp GROUP BY 1 HAVING n > 1 ORDER BY 1 LIMIT 5"
         ).fetchall()
@@ -238,8 +263,10 @@ class Runner:
         ).fetchall()
         steps: dict[int, dict[str, Any]] = {}
         for step, operator, verdict, reason, n in rows:
-            entry = steps.setdefault(step, {"step": step, "operator": operator, "in": 0, "kept": 0,
-                                            "dropped": 0, "modified": 0, "reasons": {}})
+            entry = steps.setdefault(
+                step,
+                {"step": step, "operator": operator, "in": 0, "kept": 0, "dropped": 0, "modified": 0, "reasons": {}},
+            )
             entry["in"] += n
             entry[verdict] += n
             if reason:

@@ -59,9 +59,9 @@ def describe_file(tier: Tier, table_path: str, relative: str) -> DataFile:
     for col_idx in range(meta.num_columns):
         column = meta.schema.column(col_idx)
         name = column.path
-        if "." in name or not (pa.types.is_primitive(schema.field(name).type) or pa.types.is_string(
-            schema.field(name).type
-        )):
+        if "." in name or not (
+            pa.types.is_primitive(schema.field(name).type) or pa.types.is_string(schema.field(name).type)
+        ):
             continue
         lo = hi = None
         null_count = 0

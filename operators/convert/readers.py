@@ -96,8 +96,13 @@ def read_jsonl(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[Ra
             cursor = _LineCursor(stream, opts.max_record_bytes)
             for row, offset, line, too_large in cursor:
                 if too_large:
-                    yield RawRecord(row, offset, raw=line, reason="record_too_large",
-                                    message=f"record exceeds {opts.max_record_bytes} bytes")
+                    yield RawRecord(
+                        row,
+                        offset,
+                        raw=line,
+                        reason="record_too_large",
+                        message=f"record exceeds {opts.max_record_bytes} bytes",
+                    )
                     continue
                 if not line.strip():
                     yield RawRecord(row, offset, reason="blank_line")
@@ -113,8 +118,13 @@ def read_jsonl(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[Ra
                     yield RawRecord(row, offset, raw=line, reason="invalid_json", message=str(exc))
                     continue
                 if not isinstance(value, dict):
-                    yield RawRecord(row, offset, raw=line, reason="not_an_object",
-                                    message=f"expected a JSON object, got {type(value).__name__}")
+                    yield RawRecord(
+                        row,
+                        offset,
+                        raw=line,
+                        reason="not_an_object",
+                        message=f"expected a JSON object, got {type(value).__name__}",
+                    )
                     continue
                 yield RawRecord(row, offset, value=value, raw=line)
     except _CORRUPTION_ERRORS as exc:
@@ -132,8 +142,9 @@ def read_text(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[Raw
         yield _corrupt(0, 0, exc)
         return
     if len(data) > opts.max_record_bytes:
-        yield RawRecord(0, 0, raw=data, reason="record_too_large",
-                        message=f"file exceeds {opts.max_record_bytes} bytes")
+        yield RawRecord(
+            0, 0, raw=data, reason="record_too_large", message=f"file exceeds {opts.max_record_bytes} bytes"
+        )
         return
     try:
         yield RawRecord(0, 0, value=data.decode("utf-8"), raw=data)
@@ -148,8 +159,13 @@ def _read_text_lines(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Itera
             cursor = _LineCursor(stream, opts.max_record_bytes)
             for row, offset, line, too_large in cursor:
                 if too_large:
-                    yield RawRecord(row, offset, raw=line, reason="record_too_large",
-                                    message=f"line exceeds {opts.max_record_bytes} bytes")
+                    yield RawRecord(
+                        row,
+                        offset,
+                        raw=line,
+                        reason="record_too_large",
+                        message=f"line exceeds {opts.max_record_bytes} bytes",
+                    )
                 elif not line.strip():
                     yield RawRecord(row, offset, reason="blank_line")
                 else:
@@ -174,15 +190,25 @@ def read_csv(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawR
             for row, fields in enumerate(reader):
                 raw = delimiter.join(fields).encode("utf-8", "surrogateescape")
                 if len(raw) > opts.max_record_bytes:
-                    yield RawRecord(row, None, raw=raw, reason="record_too_large",
-                                    message=f"record exceeds {opts.max_record_bytes} bytes")
+                    yield RawRecord(
+                        row,
+                        None,
+                        raw=raw,
+                        reason="record_too_large",
+                        message=f"record exceeds {opts.max_record_bytes} bytes",
+                    )
                     continue
                 if not fields or (len(fields) == 1 and not fields[0].strip()):
                     yield RawRecord(row, None, reason="blank_line")
                     continue
                 if len(fields) != len(header):
-                    yield RawRecord(row, None, raw=raw, reason="malformed_row",
-                                    message=f"{len(fields)} fields, header has {len(header)}")
+                    yield RawRecord(
+                        row,
+                        None,
+                        raw=raw,
+                        reason="malformed_row",
+                        message=f"{len(fields)} fields, header has {len(header)}",
+                    )
                     continue
                 try:
                     for field in fields:
@@ -204,8 +230,13 @@ def read_parquet(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[
                 for value in batch.to_pylist():
                     raw = json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
                     if len(raw) > opts.max_record_bytes:
-                        yield RawRecord(row, None, raw=raw, reason="record_too_large",
-                                        message=f"record exceeds {opts.max_record_bytes} bytes")
+                        yield RawRecord(
+                            row,
+                            None,
+                            raw=raw,
+                            reason="record_too_large",
+                            message=f"record exceeds {opts.max_record_bytes} bytes",
+                        )
                     else:
                         yield RawRecord(row, None, value=value, raw=raw)
                     row += 1

@@ -75,8 +75,9 @@ class LocalEngine(Engine):
         quarantine_w = self._target_writer(job.quarantine, QUARANTINE_SCHEMA)
         segs = segments(job.operators)
 
-        samples = self._run_maps(job, staging, "samples-0", self._inputs(job, lineage_w, quarantine_w, stats),
-                                 segs[0].maps, lineage_w)
+        samples = self._run_maps(
+            job, staging, "samples-0", self._inputs(job, lineage_w, quarantine_w, stats), segs[0].maps, lineage_w
+        )
         for number, seg in enumerate(segs[1:], start=1):
             assert seg.group is not None
             dropped = self._group(job, staging, con, seg.group, samples, lineage_w, f"group-{number}")
@@ -151,7 +152,7 @@ class LocalEngine(Engine):
         else:  # hash-partition so each part holds whole groups and fits in memory
             out_dir = staging.path(name, "keys")
             con.sql(
-                f"COPY (SELECT {cols}, hash(\"{op.key}\") % {parts} AS _part FROM read_parquet(?)) "
+                f'COPY (SELECT {cols}, hash("{op.key}") % {parts} AS _part FROM read_parquet(?)) '
                 f"TO '{out_dir}' (FORMAT parquet, PARTITION_BY (_part))",
                 params=[samples],
             )
