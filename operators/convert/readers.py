@@ -10,7 +10,6 @@ reason ``corrupt_file``.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
 import logging
@@ -47,12 +46,46 @@ class ReadOptions:
     batch_rows: int = 4096
 
 
+class _GzipRaw(io.RawIOBase):
+    """Gzip decompression that hands out every byte it could decompress before raising on damage.
+
+    ``gzip.GzipFile`` under a large read buffer drops the last decompressed block when the file is
+    truncated; here a truncated stream raises only once everything before the damage was read.
+    Concatenated gzip members are supported.
+    """
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self._z = zlib.decompressobj(wbits=31)
+        self._pending = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending and not self._done:
+            compressed = self._z.unused_data or self._raw.read(1 << 16)
+            if self._z.unused_data:
+                self._z = zlib.decompressobj(wbits=31)  # next gzip member
+            if not compressed:
+                if not self._z.eof:
+                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
+                self._done = True
+                break
+            self._pending = self._z.decompress(compressed)
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+
 def open_decompressed(fs: pafs.FileSystem, path: str) -> IO[bytes]:
     """A buffered binary stream of the file's content, decompressing .gz/.zst by extension."""
     raw = fs.open_input_stream(path, compression=None)
     lower = path.lower()
     if lower.endswith(".gz"):
-        return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), 1 << 20)
+        return io.BufferedReader(_GzipRaw(raw), 1 << 16)
     if lower.endswith(".zst"):
         return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True), 1 << 20)
     return io.BufferedReader(raw, 1 << 20)

@@ -25,6 +25,7 @@ from operators.base import GroupOperator
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
+from pipelines.faults import checkpoint
 from pipelines.parquet_out import PartWriter
 from pipelines.stages import Step, decide_groups, run_maps, run_source, segments
 from storage.delta import version_dataset
@@ -86,6 +87,7 @@ class LocalEngine(Engine):
 
         lineage_files = [staging.path("lineage", f) for f in lineage_w.close()]
         data_files = self._write_sorted(con, samples, "sample_id", SAMPLE_SCHEMA, job.data)
+        checkpoint("local.data_written")
         lineage_out = self._write_sorted(con, lineage_files, "sample_id, step", LINEAGE_SCHEMA, job.lineage)
         return JobResult(data_files, lineage_out, quarantine_w.close(), dict(stats))
 

@@ -1,0 +1,80 @@
+"""Shared fixtures: an isolated LINEAGE_HOME (catalog + local tier) per test."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lineage.catalog import Catalog
+from lineage.settings import Settings, get_settings
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh LINEAGE_HOME; settings are re-read from the environment."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("LINEAGE_HOME", str(home))
+    monkeypatch.delenv("LINEAGE_CONFIG", raising=False)
+    monkeypatch.delenv("LINEAGE_CATALOG_URL", raising=False)
+    get_settings.cache_clear()
+    yield home
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def settings(home: Path) -> Settings:
+    return get_settings()
+
+
+@pytest.fixture
+def catalog(settings: Settings) -> Iterator[Catalog]:
+    cat = Catalog(settings.catalog_url or "")
+    yield cat
+    cat.dispose()
+
+
+def write_jsonl(path: Path, records: list[dict], compress: bool = False) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
+    if compress:
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+    return path
+
+
+FAMILY = (
+    "GNU C library: shared libraries. Contains the standard libraries that are used by nearly all "
+    "programs on the system. This package includes shared versions of the standard C library and the "
+    "standard math library, as well as many others."
+)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """A small raw corpus with exact duplicates (also across files) and one bad record."""
+    root = tmp_path / "raw"
+    write_jsonl(
+        root / "a.jsonl",
+        [
+            {"id": "libc6", "text": FAMILY, "lang": "en"},
+            {"id": "libc6-dev", "text": FAMILY + "\n\nThis package contains the development files."},
+            {"id": "libc6-copy", "text": "  " + FAMILY.replace(" ", "  ") + "\n"},  # same after normalisation
+            {"id": "zh-1", "text": "这是一个用于测试的中文软件包描述，包含足够多的汉字以通过质量检查。"},
+        ],
+    )
+    write_jsonl(
+        root / "sub" / "b.jsonl.gz",
+        [
+            {"id": "libc6-again", "text": FAMILY},
+            {"id": "curl", "text": "command line tool for transferring data with URL syntax over many protocols"},
+        ],
+        compress=True,
+    )
+    with (root / "a.jsonl").open("a") as fh:
+        fh.write('{"id": "broken", "text": \n')
+    return root

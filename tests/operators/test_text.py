@@ -1,0 +1,16 @@
+import pyarrow as pa
+
+from operators.schema import content_hash
+from operators.text import normalize_for_hash
+
+
+def test_normalisation_is_nfkc_and_whitespace_collapse() -> None:
+    texts = pa.array(["\u3000Ｆｕｌｌ\u00a0width\t\n text \u2028 end  ", "ﬁle", "a\u200bb"])
+    assert normalize_for_hash(texts).to_pylist() == ["Full width text end", "file", "a\u200bb"]
+
+
+def test_whitespace_set_matches_python_isspace() -> None:
+    spaces = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+    assert normalize_for_hash(pa.array([f"a{spaces}b"])).to_pylist() == ["a b"]
+    assert content_hash(f"a{spaces}b") == content_hash("a b")
+    assert content_hash("a b") != content_hash("ab")
