@@ -38,8 +38,12 @@ dataset = "clean"
 def run_and_kill(pipeline: Path, home: Path, point: str) -> None:
     marker = home.parent / f"paused-{point}"
     env = {**os.environ, "LINEAGE_HOME": str(home), "LINEAGE_PAUSE_AT": point, "LINEAGE_PAUSE_MARKER": str(marker)}
-    proc = subprocess.Popen([sys.executable, "-m", "lineage", "run", str(pipeline)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lineage", "run", str(pipeline)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 120
     while not marker.exists():
         if proc.poll() is not None:

@@ -16,7 +16,7 @@ from lineage.query import sample_lineage
 from lineage.releases import ReleaseError, get_release, publish
 from lineage.settings import Settings
 from operators.schema import sample_id
-from pipelines.runner import Runner, RunError
+from pipelines.runner import RunError, Runner
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier
@@ -68,7 +68,10 @@ def test_run_publish_query_export(corpus: Path, settings: Settings, catalog: Cat
     dup = sample_lineage(catalog, settings, dup_id)
     (version,) = dup.versions
     assert not version.in_output
-    assert [(r["operator"], r["verdict"]) for r in version.records] == [("convert", "kept"), ("exact_dedupe", "dropped")]
+    assert [(r["operator"], r["verdict"]) for r in version.records] == [
+        ("convert", "kept"),
+        ("exact_dedupe", "dropped"),
+    ]
     assert version.records[1]["related_ids"] == [kept_id]
     assert dup.source["path"] == "sub/b.jsonl.gz" and dup.source["row"] == 0
     kept = sample_lineage(catalog, settings, kept_id)
@@ -115,8 +118,12 @@ def test_dataset_inputs_chain_runs(corpus: Path, settings: Settings, catalog: Ca
     runner = Runner(settings, catalog)
     runner.run(spec_for(corpus, output="raw", operators=[]))  # ingest: convert only
     chained = PipelineSpec.model_validate(
-        {"name": "chain", "inputs": [{"dataset": "raw"}], "operators": [{"name": "exact_dedupe"}],
-         "output": {"dataset": "clean"}}
+        {
+            "name": "chain",
+            "inputs": [{"dataset": "raw"}],
+            "operators": [{"name": "exact_dedupe"}],
+            "output": {"dataset": "clean"},
+        }
     )
     outcome = runner.run(chained)
     assert outcome.row_count == 4
@@ -131,9 +138,15 @@ def test_merge_of_two_sources_dedupes_across_them(tmp_path: Path, settings: Sett
     write_jsonl(tmp_path / "en.jsonl", [{"text": "shared text"}, {"text": "only en"}])
     write_jsonl(tmp_path / "zh.jsonl", [{"text": "shared text"}, {"text": "只有中文"}])
     spec = PipelineSpec.model_validate(
-        {"name": "merge", "inputs": [{"dataset": "en", "path": str(tmp_path / "en.jsonl")},
-                                     {"dataset": "zh", "path": str(tmp_path / "zh.jsonl")}],
-         "operators": [{"name": "exact_dedupe"}], "output": {"dataset": "merged"}}
+        {
+            "name": "merge",
+            "inputs": [
+                {"dataset": "en", "path": str(tmp_path / "en.jsonl")},
+                {"dataset": "zh", "path": str(tmp_path / "zh.jsonl")},
+            ],
+            "operators": [{"name": "exact_dedupe"}],
+            "output": {"dataset": "merged"},
+        }
     )
     outcome = Runner(settings, catalog).run(spec)
     assert outcome.row_count == 3
@@ -142,8 +155,11 @@ def test_merge_of_two_sources_dedupes_across_them(tmp_path: Path, settings: Sett
 def test_duplicate_ids_fail_the_run_and_leave_no_version(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
     write_jsonl(tmp_path / "d.jsonl", [{"id": "x", "text": "one"}, {"id": "x", "text": "two"}])
     spec = PipelineSpec.model_validate(
-        {"name": "dup", "inputs": [{"dataset": "d", "path": str(tmp_path / "d.jsonl"), "id_field": "id"}],
-         "output": {"dataset": "d"}}
+        {
+            "name": "dup",
+            "inputs": [{"dataset": "d", "path": str(tmp_path / "d.jsonl"), "id_field": "id"}],
+            "output": {"dataset": "d"},
+        }
     )
     with pytest.raises(RunError, match="duplicate sample_id"):
         Runner(settings, catalog).run(spec)
@@ -155,8 +171,9 @@ def test_duplicate_ids_fail_the_run_and_leave_no_version(tmp_path: Path, setting
 
 def test_bad_pipeline_files_are_clear_errors(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
-    path.write_text('name = "x"\n[[inputs]]\ndataset = "d"\npath = "f"\n[[operators]]\nname = "convert"\n'
-                    '[output]\ndataset = "o"\n')
+    path.write_text(
+        'name = "x"\n[[inputs]]\ndataset = "d"\npath = "f"\n[[operators]]\nname = "convert"\n[output]\ndataset = "o"\n'
+    )
     with pytest.raises(ValueError, match="implicitly"):
         PipelineSpec.load(path)
     path.write_text('name = "x"\nbogus = 1\n[[inputs]]\ndataset = "d"\n[output]\ndataset = "o"\n')
