@@ -78,3 +78,26 @@ def corpus(tmp_path: Path) -> Path:
     with (root / "a.jsonl").open("a") as fh:
         fh.write('{"id": "broken", "text": \n')
     return root
+
+
+# A skipped test is a failure in CI: a missing component must not pass silently. The one
+# exception is HDFS (marker ``hdfs``), which cannot run on this machine.
+_unexpected_skips: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and "hdfs" not in report.keywords:
+        _unexpected_skips.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _unexpected_skips and exitstatus == 0:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if _unexpected_skips:
+        terminalreporter.write_line(
+            f"FAILED: {len(_unexpected_skips)} test(s) skipped; only HDFS tests may skip: {_unexpected_skips}",
+            red=True,
+        )

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install everything (including PostgreSQL and Ceph for the tests), lint, and run the whole suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --tests
+.venv/bin/ruff check .
+export PYTHONUNBUFFERED=1
+exec .venv/bin/python -m pytest -q "$@"
