@@ -4,7 +4,7 @@
 set -euo pipefail
 
 VENV=benchmarks/.venv
-PACKAGES=(datatrove spacy rensa)
+PACKAGES=(datatrove spacy regex rensa)  # datatrove's text utils import regex (its "processing" extra)
 
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"

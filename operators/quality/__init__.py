@@ -10,11 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from operators.quality.base import QualityOperator
+from operators.quality.c4 import C4Params, C4Quality
 from operators.quality.default import DefaultParams, DefaultQuality
+from operators.quality.fineweb import FineWebParams, FineWebQuality
+from operators.quality.gopher_quality import GopherQuality, GopherQualityParams
+from operators.quality.gopher_repetition import GopherRepetition, GopherRepetitionParams
 from operators.quality.scripts import script_counts, script_distribution
 
 RULE_SETS: dict[str, type[QualityOperator]] = {
-    DefaultQuality.rule_set: DefaultQuality,
+    cls.rule_set: cls for cls in (DefaultQuality, GopherQuality, GopherRepetition, C4Quality, FineWebQuality)
 }
 
 
@@ -29,8 +33,16 @@ def quality_operator(rule_set: str = "default", params: dict[str, Any] | None = 
 
 __all__ = [
     "RULE_SETS",
+    "C4Params",
+    "C4Quality",
     "DefaultParams",
     "DefaultQuality",
+    "FineWebParams",
+    "FineWebQuality",
+    "GopherQuality",
+    "GopherQualityParams",
+    "GopherRepetition",
+    "GopherRepetitionParams",
     "QualityOperator",
     "quality_operator",
     "script_counts",

@@ -14,7 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 CJK_CHARS = r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]"
-WHITESPACE = r"\s"
+# Python's str.isspace() set; RE2's \s alone is ASCII-only.
+WHITESPACE = r"[\s\x0b\x1c-\x1f\x{85}\p{Z}]"
+# Python's str.splitlines() boundaries.
+LINE_BREAKS = r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x{85}\x{2028}\x{2029}]"
 
 
 def as_array(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -45,7 +48,22 @@ def non_space_chars(texts: pa.Array) -> np.ndarray:
 
 def whitespace_word_counts(texts: pa.Array) -> np.ndarray:
     """Number of words as ``str.split()`` sees them: maximal runs of non-whitespace."""
-    return count_regex(texts, r"\S+")
+    return count_regex(texts, r"[^\s\x0b\x1c-\x1f\x{85}\p{Z}]+")
+
+
+def splitlines(texts: pa.Array) -> pa.ListArray:
+    """``str.splitlines()`` of every text: no trailing empty line after a final line break."""
+    parts = pc.split_pattern_regex(texts, LINE_BREAKS)
+    offsets = to_numpy(parts.offsets)
+    flat = parts.values.slice(offsets[0], offsets[-1] - offsets[0])
+    lengths = to_numpy(pc.utf8_length(flat))
+    last = offsets[1:] - offsets[0] - 1
+    nonempty = offsets[1:] > offsets[:-1]
+    keep = np.ones(len(flat), dtype=bool)
+    drop = last[nonempty & (lengths[np.maximum(last, 0)] == 0)] if len(flat) else last[:0]
+    keep[drop] = False
+    parents = np.repeat(np.arange(len(texts)), np.diff(offsets))
+    return regroup(flat.filter(pa.array(keep)), parents[keep], len(texts))
 
 
 def list_lengths(lists: pa.Array) -> np.ndarray:
