@@ -1,0 +1,132 @@
+"""The one operator base of every quality rule set.
+
+A rule set only measures (``evaluate``: text column in, :class:`Evaluation` out). This base turns
+the measurements into the operator contract: the samples that continue (kept, or modified with a
+new ``content_hash``) and exactly one lineage record per input sample, whose ``reason`` is the
+first failing rule (``"<rule_set>:<rule>"``) and whose ``detail.rules`` holds every evaluated
+rule's value, threshold and verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+from typing import ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lineage.records import (
+    DETAIL,
+    DUPLICATE_DETAIL,
+    MODIFICATION_DETAIL,
+    RULE_RESULT,
+    SOURCE_DETAIL,
+    Verdict,
+    lineage_batch,
+)
+from operators.base import MapOperator, OperatorOutput
+from operators.quality.rules import Evaluation
+from operators.schema import content_hash
+
+log = logging.getLogger(__name__)
+
+
+class QualityOperator(MapOperator):
+    """Base of the quality rule sets: subclasses set ``rule_set`` and implement ``evaluate``."""
+
+    rule_set: ClassVar[str]
+
+    @abstractmethod
+    def evaluate(self, texts: pa.Array) -> Evaluation:
+        """Measure every enabled rule on ``texts`` (a string array, one per sample)."""
+
+    def apply(self, batch: pa.RecordBatch) -> OperatorOutput:
+        texts = batch.column("text")
+        n = batch.num_rows
+        evaluation = self.evaluate(texts)
+        passed = evaluation.passed_matrix(n)
+        dropped = ~passed.all(axis=1)
+
+        modified = np.zeros(n, dtype=bool)
+        if evaluation.new_texts is not None:
+            modified = ~dropped & evaluation.new_texts.is_valid().to_numpy(zero_copy_only=False)
+
+        verdicts = np.where(
+            dropped, Verdict.DROPPED.value, np.where(modified, Verdict.MODIFIED.value, Verdict.KEPT.value)
+        )
+        reasons = self._reasons(evaluation, passed, dropped)
+        rules = self._rule_results(evaluation, passed, n)
+        modification, samples = self._apply_modifications(batch, evaluation, modified)
+        detail = pa.StructArray.from_arrays(
+            [pa.nulls(n, SOURCE_DETAIL), pa.nulls(n, DUPLICATE_DETAIL), rules, modification],
+            fields=list(DETAIL),
+        )
+        lineage = lineage_batch(
+            operator=self.name,
+            operator_version=self.version,
+            sample_ids=batch.column("sample_id"),
+            verdicts=pa.array(verdicts, pa.string()),
+            reasons=reasons,
+            detail=detail,
+        )
+        log.debug("%s: %d in, %d dropped, %d modified", self.name, n, int(dropped.sum()), int(modified.sum()))
+        return OperatorOutput(samples=samples.filter(pa.array(~dropped)), lineage=lineage)
+
+    def _reasons(self, evaluation: Evaluation, passed: np.ndarray, dropped: np.ndarray) -> pa.Array:
+        names = pa.array([f"{self.rule_set}:{r.name}" for r in evaluation.rules] or [""], pa.string())
+        first_failing = np.argmax(~passed, axis=1) if passed.shape[1] else np.zeros(len(dropped), np.int64)
+        return pc.if_else(
+            pa.array(dropped), names.take(pa.array(first_failing)), pa.scalar(None, pa.string())
+        )
+
+    def _rule_results(self, evaluation: Evaluation, passed: np.ndarray, n: int) -> pa.Array:
+        """detail.rules: a list of RULE_RESULT per sample, in the rule set's order."""
+        k = len(evaluation.rules)
+        if k == 0:
+            values = np.empty(0)
+        else:
+            values = np.stack([np.asarray(r.values, np.float64) for r in evaluation.rules], axis=1).ravel()
+        results = pa.StructArray.from_arrays(
+            [
+                pa.repeat(pa.scalar(self.rule_set), n * k),
+                pa.array([r.name for r in evaluation.rules] * n, pa.string()),
+                pa.array(values, pa.float64(), from_pandas=True),  # NaN -> null: not applicable
+                pa.array(np.tile([r.threshold for r in evaluation.rules], n), pa.float64()),
+                pa.array([r.comparison for r in evaluation.rules] * n, pa.string()),
+                pa.array(passed.ravel(), pa.bool_()),
+            ],
+            fields=list(RULE_RESULT),
+        )
+        offsets = pa.array(np.arange(0, n * k + 1, max(k, 1))[: n + 1] if k else np.zeros(n + 1), pa.int32())
+        return pa.ListArray.from_arrays(offsets, results, type=pa.list_(RULE_RESULT))
+
+    def _apply_modifications(
+        self, batch: pa.RecordBatch, evaluation: Evaluation, modified: np.ndarray
+    ) -> tuple[pa.Array, pa.RecordBatch]:
+        """Rewrite modified samples' text and hash; build detail.modification."""
+        n = batch.num_rows
+        if not modified.any():
+            return pa.nulls(n, MODIFICATION_DETAIL), batch
+        assert evaluation.new_texts is not None and evaluation.removed is not None
+        mask = pa.array(modified)
+        old_text = batch.column("text")
+        old_hash = batch.column("content_hash")
+        new_text = pc.if_else(mask, evaluation.new_texts, old_text)
+        idx = np.flatnonzero(modified)
+        changed = new_text.take(pa.array(idx)).to_pylist()
+        hashes = np.array(old_hash.to_pylist(), dtype=object)
+        hashes[idx] = [content_hash(t) for t in changed]
+        new_hash = pa.array(hashes, pa.string())
+        removed = evaluation.removed
+        modification = pa.StructArray.from_arrays(
+            [old_hash, new_hash, pc.list_value_length(removed).cast(pa.int64()), removed],
+            fields=list(MODIFICATION_DETAIL),
+            mask=pa.array(~modified),
+        )
+        schema = batch.schema
+        columns = list(batch.columns)
+        columns[schema.get_field_index("text")] = new_text
+        columns[schema.get_field_index("content_hash")] = new_hash
+        return modification, pa.RecordBatch.from_arrays(columns, schema=schema)
