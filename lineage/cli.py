@@ -120,10 +120,11 @@ def _guard(action: Any) -> Any:
 
 def print_counts(counts: dict[str, Any]) -> None:
     table = Table(title="Samples per step")
-    for col in ("step", "operator", "in", "kept", "dropped", "modified", "reasons"):
-        table.add_column(col, justify="right" if col in ("in", "kept", "dropped", "modified") else "left")
+    for col in ("step", "operator", "in", "kept", "dropped", "modified"):
+        table.add_column(col, justify="right" if col != "operator" else "left", no_wrap=True)
+    table.add_column("reasons", overflow="fold", min_width=24)
     for st in counts.get("steps", []):
-        reasons = ", ".join(f"{k}={v:,}" for k, v in sorted(st["reasons"].items()))
+        reasons = "\n".join(f"{k}={v:,}" for k, v in sorted(st["reasons"].items()))
         table.add_row(
             str(st["step"]),
             st["operator"],

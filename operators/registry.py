@@ -10,6 +10,11 @@ from operators.base import Operator
 _REGISTRY: dict[str, str] = {
     "convert": "operators.convert:ConvertOperator",
     "exact_dedupe": "operators.exact_dedupe:ExactDedupe",
+    "quality": "operators.quality:DefaultQuality",
+    "quality_gopher": "operators.quality:GopherQuality",
+    "quality_gopher_repetition": "operators.quality:GopherRepetition",
+    "quality_c4": "operators.quality:C4Quality",
+    "quality_fineweb": "operators.quality:FineWebQuality",
 }
 
 
