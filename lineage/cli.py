@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +18,8 @@ from lineage.settings import Settings, get_settings
 app = typer.Typer(no_args_is_help=True, help="Versioned LLM training data with sample-level lineage.")
 release_app = typer.Typer(no_args_is_help=True, help="Publish, list and inspect releases (NAME@TAG).")
 app.add_typer(release_app, name="release")
-console = Console()
+# Logs and CI output are not terminals: give tables room instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True)
 
 
