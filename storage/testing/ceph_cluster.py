@@ -34,7 +34,9 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-REQUIRED_BINARIES = ("ceph-mon", "ceph-osd", "radosgw", "ceph", "ceph-authtool", "monmaptool", "radosgw-admin")
+REQUIRED_BINARIES = (
+    "ceph-mon", "ceph-osd", "radosgw", "ceph", "ceph-authtool", "monmaptool", "radosgw-admin",
+)  # fmt: skip
 PREFERRED_PORTS = {"mon_v2": 3300, "mon_v1": 6789, "rgw": 7480}
 STATE_FILE = "cluster.json"
 # Stop order: gateway first, monitor last (the others talk to it while shutting down).
@@ -199,7 +201,8 @@ class CephCluster:
         if missing:
             raise CephUnavailableError(
                 f"Ceph is not installed (missing: {', '.join(missing)}). "
-                "Run scripts/install-ceph.sh (Debian packages ceph-mon ceph-osd ceph-mgr radosgw ceph-common)."
+                "Run scripts/install-ceph.sh "
+                "(Debian packages ceph-mon ceph-osd ceph-mgr radosgw ceph-common)."
             )
         if (self.workdir / STATE_FILE).exists():
             raise CephStartError(f"{self.workdir} already holds a cluster; stop it first")
@@ -404,9 +407,10 @@ rgw enable usage log = false
         assert s is not None
         keyring = d / "keyring"
         subprocess.run(
-            ["ceph-authtool", "--create-keyring", str(keyring), "--gen-key", "-n", "mon.", "--cap", "mon", "allow *"],
+            ["ceph-authtool", "--create-keyring", str(keyring), "--gen-key", "-n", "mon.",
+             "--cap", "mon", "allow *"],
             check=True, capture_output=True,
-        )
+        )  # fmt: skip
         subprocess.run(
             ["ceph-authtool", str(keyring), "--gen-key", "-n", "client.admin",
              "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mds", "allow *",
@@ -417,7 +421,8 @@ rgw enable usage log = false
         addr = f"[v2:127.0.0.1:{s.ports['mon_v2']},v1:127.0.0.1:{s.ports['mon_v1']}]"
         subprocess.run(
             ["monmaptool", "--create", "--fsid", s.fsid, "--addv", "a", addr, str(monmap)],
-            check=True, capture_output=True,
+            check=True,
+            capture_output=True,
         )
         self._run("ceph-mon", "--mkfs", "-i", "a", "--monmap", str(monmap), "--keyring", str(keyring))
         self._spawn("ceph-mon", "-i", "a")
