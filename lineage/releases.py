@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Run
 from lineage.settings import Settings
-from storage.checksum import file_checksum
+from storage.checksum import file_digest
 from storage.delta import version_files
 from storage.tier import get_tier
 
@@ -39,7 +39,8 @@ def build_manifest(dv: DatasetVersion, run: Run | None, settings: Settings) -> d
     tier = get_tier(dv.tier, settings)
     files = []
     for entry in version_files(tier, dv.data_path, dv.data_delta_version):
-        checksum, size = file_checksum(tier, f"{dv.data_path}/{entry['path']}")
+        digest = file_digest(tier, dv.data_path, entry["path"])
+        checksum, size = digest.hexdigest, digest.size
         if size != entry["size"]:
             raise ReleaseError(f"{entry['path']}: {size} bytes on storage, Delta log says {entry['size']}")
         files.append({"path": entry["path"], "size": size, "rows": entry["num_records"], "xxh3_128": checksum})

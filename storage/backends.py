@@ -1,12 +1,28 @@
-"""Per-kind construction of pyarrow filesystems and deltalake storage options."""
+"""Per-kind construction of pyarrow filesystems and deltalake storage options.
+
+One place maps a :class:`TierConfig` to both clients, so pyarrow and delta-rs always see the same
+endpoint, region and credentials. Credentials come only from the environment variables named in
+``credentials_env``; a named but unset variable is an error (not a silent anonymous client).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pyarrow.fs as pafs
 
 from lineage.settings import TierConfig
+
+log = logging.getLogger(__name__)
+
+# credentials_env key -> deltalake storage option
+S3_CREDENTIAL_OPTIONS = {
+    "access_key": "AWS_ACCESS_KEY_ID",
+    "secret_key": "AWS_SECRET_ACCESS_KEY",
+    "session_token": "AWS_SESSION_TOKEN",
+}
+DEFAULT_S3_REGION = "us-east-1"
 
 
 def _credential(config: TierConfig, key: str) -> str | None:
@@ -19,42 +35,67 @@ def _credential(config: TierConfig, key: str) -> str | None:
     return value
 
 
+def _s3_region(config: TierConfig) -> str:
+    # "local" is the settings default for tiers that have no region; RGW accepts any name.
+    return config.region if config.region and config.region != "local" else DEFAULT_S3_REGION
+
+
+def _s3_endpoint(config: TierConfig) -> tuple[str, str]:
+    """(scheme, host[:port]) of the tier's S3 endpoint; ("https", "") means AWS itself."""
+    endpoint = config.options.get("endpoint", "").rstrip("/")
+    if not endpoint:
+        return "https", ""
+    scheme, sep, host = endpoint.partition("://")
+    if not sep or scheme not in ("http", "https") or not host or "/" in host:
+        raise ValueError(f"tier {config.name!r}: endpoint must be http(s)://host[:port], got {endpoint!r}")
+    return scheme, host
+
+
 def make_filesystem(config: TierConfig) -> pafs.FileSystem:
+    """The pyarrow filesystem for a tier (addressed with ``Tier.path``)."""
     if config.kind == "posix":
         return pafs.LocalFileSystem()
     if config.kind == "s3":
-        # Ceph RGW rejects the AWS SDK's checksum trailers on multipart uploads.
-        os.environ.setdefault("AWS_REQUEST_CHECKSUM_CALCULATION", "WHEN_REQUIRED")
-        endpoint = config.options.get("endpoint", "")
-        scheme = "https" if endpoint.startswith("https://") else "http"
+        # Ceph RGW rejects the checksum trailers the AWS SDK inside pyarrow sends on multipart
+        # uploads (HTTP 411); the SDK reads this variable whenever it builds a client.
+        if os.environ.setdefault("AWS_REQUEST_CHECKSUM_CALCULATION", "WHEN_REQUIRED") != "WHEN_REQUIRED":
+            log.warning(
+                "AWS_REQUEST_CHECKSUM_CALCULATION is set otherwise: multipart uploads to RGW may fail"
+            )
+        scheme, host = _s3_endpoint(config)
         return pafs.S3FileSystem(
             access_key=_credential(config, "access_key"),
             secret_key=_credential(config, "secret_key"),
-            endpoint_override=endpoint.split("://", 1)[-1] or None,
+            session_token=_credential(config, "session_token"),
+            endpoint_override=host or None,
             scheme=scheme,
-            region=config.region if config.region != "local" else "us-east-1",
+            region=_s3_region(config),
             allow_bucket_creation=True,
         )
     if config.kind == "hdfs":
-        from storage.hdfs import HdfsNativeFileSystem
+        from storage.hdfs import hdfs_filesystem
 
-        return HdfsNativeFileSystem.for_uri(config.root)
+        return hdfs_filesystem(config.root, config.options)
     raise ValueError(f"unknown tier kind {config.kind!r}")
 
 
 def make_storage_options(config: TierConfig) -> dict[str, str]:
-    if config.kind in ("posix", "hdfs"):
+    """deltalake (delta-rs) storage options for a tier (addressed with ``Tier.uri``)."""
+    if config.kind == "posix":
         return {}
+    if config.kind == "hdfs":
+        # delta-rs hands these to hdfs-native as Hadoop configuration, as hdfs_filesystem does.
+        return dict(config.options)
     if config.kind == "s3":
-        opts = {
-            "AWS_ENDPOINT_URL": config.options.get("endpoint", ""),
-            "AWS_REGION": config.region if config.region != "local" else "us-east-1",
-            "AWS_ALLOW_HTTP": "true",
-        }
-        access, secret = _credential(config, "access_key"), _credential(config, "secret_key")
-        if access:
-            opts["AWS_ACCESS_KEY_ID"] = access
-        if secret:
-            opts["AWS_SECRET_ACCESS_KEY"] = secret
-        return {k: v for k, v in opts.items() if v}
+        scheme, host = _s3_endpoint(config)
+        opts = {"AWS_REGION": _s3_region(config)}
+        if host:
+            opts["AWS_ENDPOINT_URL"] = f"{scheme}://{host}"
+        if scheme == "http":
+            opts["AWS_ALLOW_HTTP"] = "true"
+        for key, option in S3_CREDENTIAL_OPTIONS.items():
+            value = _credential(config, key)
+            if value:
+                opts[option] = value
+        return opts
     raise ValueError(f"unknown tier kind {config.kind!r}")

@@ -1,20 +1,48 @@
-"""Streaming xxh3-128 checksums of files on a tier (manifests, replica verification)."""
+"""Streaming xxh3-128 of a file on any tier, for manifests and replica verification.
+
+Reads through the tier's pyarrow filesystem (``open_input_stream``) in 8 MiB chunks, so the
+same function checks a file on CFS, Ceph and HDFS without loading it into memory.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import pyarrow.fs as pafs
 import xxhash
 
 from storage.tier import Tier
 
-CHUNK_BYTES = 8 * 1024 * 1024
+CHUNK_BYTES = 8 << 20
+ALGORITHM = "xxh3-128"
 
 
-def file_checksum(tier: Tier, path: str) -> tuple[str, int]:
-    """(xxh3-128 hex digest, size in bytes) of a tier-relative file, read back from storage."""
-    digest = xxhash.xxh3_128()
+@dataclass(frozen=True)
+class FileDigest:
+    """A file's checksum and the byte count it covers (a truncated copy differs in both)."""
+
+    algorithm: str
+    hexdigest: str
+    size: int
+
+    def __str__(self) -> str:
+        return f"{self.algorithm}:{self.hexdigest}"
+
+
+def digest_stream(filesystem: pafs.FileSystem, path: str, chunk_bytes: int = CHUNK_BYTES) -> FileDigest:
+    """xxh3-128 of ``path`` on ``filesystem``, read sequentially in ``chunk_bytes`` chunks."""
+    hasher = xxhash.xxh3_128()
     size = 0
-    with tier.filesystem.open_input_stream(tier.path(path)) as stream:
-        while chunk := stream.read(CHUNK_BYTES):
-            digest.update(chunk)
+    with filesystem.open_input_stream(path) as stream:
+        while True:
+            chunk = stream.read(chunk_bytes)
+            if not chunk:
+                break
+            hasher.update(chunk)
             size += len(chunk)
-    return digest.hexdigest(), size
+    return FileDigest(ALGORITHM, hasher.hexdigest(), size)
+
+
+def file_digest(tier: Tier, *parts: str, chunk_bytes: int = CHUNK_BYTES) -> FileDigest:
+    """xxh3-128 of a tier-relative file (path confined to the tier's root)."""
+    return digest_stream(tier.filesystem, tier.path(*parts), chunk_bytes)

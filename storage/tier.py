@@ -2,12 +2,14 @@
 
 Every read and write in the project goes through a :class:`Tier`, so the same code runs on a
 POSIX mount (CFS), an S3 gateway (Ceph RGW) and HDFS. Paths handed to a tier are *relative* to
-its root; ``..`` or absolute paths are refused.
+its root; anything that could address a location outside the root is refused (see :func:`confine`).
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
+import urllib.parse
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,29 +18,101 @@ import pyarrow.fs as pafs
 
 from lineage.settings import Settings, TierConfig, get_settings
 
+# Control characters break object keys and log lines. '?' and '#' would end the path part of the
+# URI that deltalake parses, and '%' is percent-decoded by it (``%2e%2e`` becomes ``..``) but kept
+# literally by pyarrow: with any of them, `uri()` and `path()` could name different objects.
+_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\?#%]")
+
 
 class TierPathError(ValueError):
-    """A path that would leave the tier's root."""
+    """A path that would leave the tier's root, or that is not a plain relative POSIX path."""
 
 
 def confine(relative: str) -> str:
-    """Normalise a tier-relative path and refuse anything that escapes the root."""
+    """Normalise a tier-relative path; refuse anything that could escape or misaddress the root.
+
+    Refused: absolute paths, any ``..`` segment (even ``a/../b``: clients disagree on whether
+    ``..`` is resolved; pyarrow's S3 keeps it literally, URL parsers resolve it), backslashes,
+    control characters, ``?``, ``#``, ``%`` (so no percent-encoded ``..`` or ``/`` can reach a
+    URL parser). Empty and ``.`` segments are dropped.
+    """
+    if not isinstance(relative, str):
+        raise TierPathError(f"tier paths are strings, got {type(relative).__name__}")
     if relative in ("", "."):
         return ""
-    if relative.startswith("/") or "\\" in relative or "\x00" in relative:
-        raise TierPathError(f"tier paths must be relative POSIX paths, got {relative!r}")
+    if relative.startswith("/"):
+        raise TierPathError(f"tier paths must be relative, got absolute {relative!r}")
+    bad = _FORBIDDEN.search(relative)
+    if bad:
+        raise TierPathError(f"tier path {relative!r} contains the forbidden character {bad.group()!r}")
+    if any(seg == ".." for seg in relative.split("/")):
+        raise TierPathError(f"tier path {relative!r} contains '..'")
     norm = posixpath.normpath(relative)
-    if norm == ".." or norm.startswith("../"):
-        raise TierPathError(f"path {relative!r} escapes the tier root")
     return "" if norm == "." else norm
+
+
+def _join(parts: tuple[str, ...]) -> str:
+    # Each part is checked on its own: posixpath.join would silently drop everything before an
+    # absolute part ("a", "/etc" -> "/etc").
+    checked = [confine(p) for p in parts]
+    return confine("/".join(p for p in checked if p))
+
+
+@dataclass(frozen=True)
+class TierRoot:
+    """A tier root split into the URI prefix deltalake uses and the path its pyarrow filesystem uses."""
+
+    uri: str  # e.g. s3://bucket/prefix, hdfs://nn:8020/data, /mnt/cfs/data
+    fs_path: str  # e.g. bucket/prefix, /data, /mnt/cfs/data
+
+    @classmethod
+    def parse(cls, kind: str, root: str) -> TierRoot:
+        if kind == "posix":
+            local = root.removeprefix("file://")
+            if "://" in local:
+                raise ValueError(f"posix tier root must be a local path or file:// URI, got {root!r}")
+            path = str(Path(local).expanduser().resolve())
+            return cls(uri=path, fs_path=path)
+        if kind == "s3":
+            scheme, rest = _split_scheme(root, ("s3", "s3a"))
+            bucket, _, prefix = rest.partition("/")
+            if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
+                raise ValueError(f"s3 tier root {root!r}: {bucket!r} is not a valid bucket name")
+            prefix = _clean_root_path(prefix, root)
+            fs_path = f"{bucket}/{prefix}" if prefix else bucket
+            return cls(uri=f"s3://{fs_path}", fs_path=fs_path)
+        if kind == "hdfs":
+            from storage.hdfs import parse_hdfs_uri
+
+            loc = parse_hdfs_uri(root)
+            path = "/" + _clean_root_path(loc.path.lstrip("/"), root)
+            return cls(uri=loc.with_path(path), fs_path=path)
+        raise ValueError(f"unknown tier kind {kind!r}")
+
+
+def _split_scheme(root: str, schemes: tuple[str, ...]) -> tuple[str, str]:
+    scheme, sep, rest = root.partition("://")
+    if not sep or scheme.lower() not in schemes:
+        raise ValueError(f"tier root {root!r} must start with {' or '.join(s + '://' for s in schemes)}")
+    return scheme.lower(), rest
+
+
+def _clean_root_path(path: str, root: str) -> str:
+    try:
+        return confine(path.strip("/"))
+    except TierPathError as exc:
+        raise ValueError(f"tier root {root!r} is not a clean path: {exc}") from None
 
 
 @dataclass(frozen=True)
 class Tier:
-    """A configured tier. Cheap to build; the filesystem is created lazily."""
+    """A configured tier. Cheap to build (the root is validated here); clients are created lazily."""
 
     config: TierConfig
     settings: Settings = field(repr=False, compare=False, default_factory=get_settings)
+
+    def __post_init__(self) -> None:
+        self._parsed_root  # noqa: B018 - fail at construction on a malformed root
 
     @property
     def name(self) -> str:
@@ -48,43 +122,54 @@ class Tier:
     def kind(self) -> str:
         return self.config.kind
 
+    @property
+    def tier_class(self) -> str:
+        return self.config.tier_class
+
     @cached_property
+    def _parsed_root(self) -> TierRoot:
+        return TierRoot.parse(self.kind, self.config.root)
+
+    @property
     def _root(self) -> str:
-        root = self.config.root.rstrip("/")
-        if self.kind == "posix":
-            root = str(Path(root.removeprefix("file://")).expanduser().resolve())
-        return root
+        return self._parsed_root.uri
+
+    @property
+    def _fs_root(self) -> str:
+        return self._parsed_root.fs_path
 
     # -- addressing -------------------------------------------------------------------------
     def path(self, *parts: str) -> str:
         """Filesystem path (for :attr:`filesystem`) of a tier-relative path."""
-        rel = confine(posixpath.join(*parts)) if parts else ""
-        base = self._fs_root
-        return f"{base}/{rel}" if rel else base
+        rel = _join(parts)
+        return f"{self._fs_root}/{rel}" if rel else self._fs_root
 
     def uri(self, *parts: str) -> str:
         """Full URI (for deltalake and for provenance) of a tier-relative path."""
-        rel = confine(posixpath.join(*parts)) if parts else ""
+        rel = _join(parts)
         return f"{self._root}/{rel}" if rel else self._root
 
     def relative(self, uri_or_path: str) -> str:
-        """Inverse of :meth:`uri`/:meth:`path`: the tier-relative path, or an error if outside."""
-        for base in (self._root, self._fs_root):
-            if uri_or_path == base:
-                return ""
-            if uri_or_path.startswith(base + "/"):
-                return confine(uri_or_path[len(base) + 1 :])
-        raise TierPathError(f"{uri_or_path!r} is not under tier {self.name!r} ({self._root})")
+        """Inverse of :meth:`uri`/:meth:`path`: the tier-relative path, or an error if outside.
 
-    @cached_property
-    def _fs_root(self) -> str:
+        URIs (``scheme://...``, e.g. from ``DeltaTable.file_uris()``) are percent-decoded once, as a
+        URL parser would, and the decoded path is confined like any other.
+        """
+        candidate = uri_or_path
         if self.kind == "posix":
-            return self._root
-        if self.kind == "s3":
-            return self._root.removeprefix("s3://").removeprefix("s3a://")
-        if self.kind == "hdfs":
-            return "/" + self._root.split("://", 1)[1].split("/", 1)[1] if "://" in self._root else self._root
-        raise ValueError(f"unknown tier kind {self.kind!r}")
+            candidate = candidate.removeprefix("file://")
+        elif self.kind == "s3" and candidate.startswith("s3a://"):
+            candidate = "s3://" + candidate[len("s3a://") :]
+        candidate = candidate.rstrip("/") or candidate
+        for base in (self._root, self._fs_root):
+            if candidate == base:
+                return ""
+            if candidate.startswith(base + "/"):
+                rest = candidate[len(base) + 1 :]
+                if "://" in base:
+                    rest = urllib.parse.unquote(rest)
+                return confine(rest)
+        raise TierPathError(f"{uri_or_path!r} is not under tier {self.name!r} ({self._root})")
 
     # -- clients ----------------------------------------------------------------------------
     @cached_property
@@ -93,6 +178,14 @@ class Tier:
         from storage.backends import make_filesystem
 
         return make_filesystem(self.config)
+
+    def subtree(self, *parts: str) -> pafs.SubTreeFileSystem:
+        """The tier's filesystem rooted at a tier-relative folder, e.g. a Delta table's folder.
+
+        This is what ``DeltaTable.to_pyarrow_dataset(filesystem=...)`` wants: reading through a
+        native pyarrow filesystem avoids a delta-rs crash at exit and is faster.
+        """
+        return pafs.SubTreeFileSystem(self.path(*parts), self.filesystem)
 
     @cached_property
     def storage_options(self) -> dict[str, str]:
