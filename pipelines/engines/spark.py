@@ -1,0 +1,136 @@
+"""The Spark engine: the shared stage plan on DataFrames, batch work through ``mapInArrow``.
+
+Rows move between stages as staged Parquet files read back by tasks (through the tier, so S3,
+HDFS and POSIX work alike without Hadoop connectors); Spark does the shuffles: ``repartition``
+by key for group steps, a ``left_anti`` join to remove dropped samples, and
+``repartitionByRange`` + ``sortWithinPartitions`` for the sorted final writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+
+import pipelines
+from lineage.settings import Settings
+from operators.schema import SAMPLE_SCHEMA
+from pipelines.engines.distributed import DistributedEngine
+from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, Maps, ReadFiles, WriteSorted
+from storage.tier import Tier
+
+log = logging.getLogger(__name__)
+
+_LOCAL_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.driver.memory": "2g",
+}
+
+
+def project_path() -> str:
+    """The folder holding this project's packages, so local Python workers import the same code."""
+    return str(Path(pipelines.__file__).resolve().parent.parent)
+
+
+def spark_session(settings: Settings) -> tuple[SparkSession, bool]:
+    """The active session if there is one (it is shared, never stopped by us); else a new one.
+
+    Returns (session, created). A new session gets the configured master and conf; for local
+    masters the workers run this interpreter with this project on their path.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    cfg = settings.engine
+    local = cfg.spark_master.startswith("local")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        path = [project_path(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(path))
+    builder = SparkSession.builder.master(cfg.spark_master).appName("lineage-ledger")
+    for key, value in {**(_LOCAL_DEFAULTS if local else {}), **cfg.spark_conf}.items():
+        builder = builder.config(key, value)
+    log.info("starting Spark session on %s", cfg.spark_master)
+    return builder.getOrCreate(), True
+
+
+_MANIFEST = from_arrow_schema(MANIFEST_SCHEMA)
+
+
+def _per_partition(task: Callable[..., pa.Table]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A task that must see a whole partition at once (complete groups, sorted ranges)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from task(batches).to_batches()
+
+    return run
+
+
+def _per_batch(task: Callable[..., pa.Table]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield from task(batch).to_batches()
+
+    return run
+
+
+class SparkEngine(DistributedEngine):
+    name = "spark"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.spark, self._owned = spark_session(settings)
+
+    def close(self) -> None:
+        if self._owned:  # a session someone else started is theirs to stop
+            self.spark.stop()
+
+    def parallelism(self) -> int:
+        return max(1, self.spark.sparkContext.defaultParallelism)
+
+    def _manifests(self, df: DataFrame) -> list[pa.Table]:
+        return [df.toArrow().cast(MANIFEST_SCHEMA)]
+
+    def _files(self, tier: Tier, paths: list[str], schema: pa.Schema) -> DataFrame:
+        """Rows of staged Parquet files, read by tasks through the tier (one file per partition)."""
+        read = ReadFiles(tier, schema, self.settings.batch_rows)
+
+        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                yield from read(batch.column(0).to_pylist())
+
+        names = self.spark.createDataFrame([(p,) for p in paths], "path string").repartition(len(paths))
+        return names.mapInArrow(run, from_arrow_schema(schema))
+
+    def run_items(self, count: int, task: Ingest) -> list[pa.Table]:
+        items = self.spark.range(0, count, 1, numPartitions=count)
+        return self._manifests(items.mapInArrow(_per_batch(task), _MANIFEST))
+
+    def run_groups(
+        self, tier: Tier, paths: list[str], schema: pa.Schema, key: str, partitions: int, task: Group
+    ) -> list[pa.Table]:
+        keys = self._files(tier, paths, schema).repartition(partitions, key)
+        return self._manifests(keys.mapInArrow(_per_partition(task), _MANIFEST))
+
+    def run_survivors(
+        self, tier: Tier, samples: list[str], dropped: list[str], partitions: int, task: Maps
+    ) -> list[pa.Table]:
+        rows = self._files(tier, samples, SAMPLE_SCHEMA)
+        if dropped:
+            rows = rows.join(self._files(tier, dropped, DROPPED_SCHEMA), on="sample_id", how="left_anti")
+        return self._manifests(rows.mapInArrow(_per_partition(task), _MANIFEST))
+
+    def run_sorted(
+        self, tier: Tier, paths: list[str], schema: pa.Schema, keys: tuple[str, ...], partitions: int, task: WriteSorted
+    ) -> list[pa.Table]:
+        rows = self._files(tier, paths, schema).repartitionByRange(partitions, *keys).sortWithinPartitions(*keys)
+        return self._manifests(rows.mapInArrow(_per_partition(task), _MANIFEST))
