@@ -153,12 +153,14 @@ class LocalEngine(Engine):
             tables = [con.sql(f"SELECT {cols} FROM read_parquet(?)", params=[samples]).to_arrow_table()]
         else:  # hash-partition so each part holds whole groups and fits in memory
             out_dir = staging.path(name, "keys")
+            staging.filesystem.create_dir(out_dir, recursive=True)  # DuckDB creates one level only
             con.sql(
                 f'COPY (SELECT {cols}, hash("{op.key}") % {parts} AS _part FROM read_parquet(?)) '
                 f"TO '{out_dir}' (FORMAT parquet, PARTITION_BY (_part))",
                 params=[samples],
             )
-            tables = (pq.read_table(p).drop_columns(["_part"]) for p in sorted(Path(out_dir).glob("_part=*")))
+            # the hive folders' files hold no _part column; read just the key columns
+            tables = (pq.read_table(p, columns=list(op.columns)) for p in sorted(Path(out_dir).glob("_part=*")))
         for table in tables:
             table = table.combine_chunks() if isinstance(table, pa.Table) else pa.table(table)
             decisions = decide_groups(step, table, job.run_id)

@@ -62,7 +62,11 @@ def ray_runtime(settings: Settings) -> bool:
     else:
         log.info("connecting to Ray at %s", cfg.ray_address)
         ray.init(address=cfg.ray_address, runtime_env=runtime_env or None, log_to_driver=False)
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.print_on_execution_start = False
+    if logging.getLogger("ray.data").level == logging.NOTSET:  # one INFO block per dataset otherwise
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
     return True
 
 
