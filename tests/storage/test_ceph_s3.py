@@ -72,9 +72,7 @@ def test_deltalake_write_and_time_travel(ceph_tier: Tier) -> None:
     }  # fmt: skip
     assert rows == {0: [1, 2, 3], 1: [1, 2, 3, 4, 5], 2: [4, 5]}
     # the log really is on RGW, under the tier's prefix
-    log_files = ceph_tier.filesystem.get_file_info(
-        pafs.FileSelector(ceph_tier.path("releases/r1/_delta_log"))
-    )
+    log_files = ceph_tier.filesystem.get_file_info(pafs.FileSelector(ceph_tier.path("releases/r1/_delta_log")))
     assert sorted(i.base_name for i in log_files if i.base_name.endswith(".json")) == [
         f"{n:020d}.json" for n in range(3)
     ]
