@@ -153,6 +153,7 @@ class LocalEngine(Engine):
             tables = [con.sql(f"SELECT {cols} FROM read_parquet(?)", params=[samples]).to_arrow_table()]
         else:  # hash-partition so each part holds whole groups and fits in memory
             out_dir = staging.path(name, "keys")
+            Path(out_dir).parent.mkdir(parents=True, exist_ok=True)
             con.sql(
                 f'COPY (SELECT {cols}, hash("{op.key}") % {parts} AS _part FROM read_parquet(?)) '
                 f"TO '{out_dir}' (FORMAT parquet, PARTITION_BY (_part))",
