@@ -159,7 +159,7 @@ class LocalEngine(Engine):
                 f"TO '{out_dir}' (FORMAT parquet, PARTITION_BY (_part))",
                 params=[samples],
             )
-            tables = (pq.read_table(p).drop_columns(["_part"]) for p in sorted(Path(out_dir).glob("_part=*")))
+            tables = (pq.read_table(p, columns=list(op.columns)) for p in sorted(Path(out_dir).glob("_part=*")))
         for table in tables:
             table = table.combine_chunks() if isinstance(table, pa.Table) else pa.table(table)
             decisions = decide_groups(step, table, job.run_id)
