@@ -106,3 +106,17 @@ class Release(Base):
     @property
     def ref(self) -> str:
         return f"{self.name}@{self.tag}"
+
+
+class ReleaseRead(Base):
+    """A training job opening a release: which job, how many ranks, when (for "who used this")."""
+
+    __tablename__ = "release_reads"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"))
+    job: Mapped[str] = mapped_column(String(300))
+    world_size: Mapped[int] = mapped_column(Integer)
+    rank: Mapped[int] = mapped_column(Integer)
+    host: Mapped[str] = mapped_column(String(200), default="")
+    opened_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
