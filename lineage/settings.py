@@ -41,6 +41,14 @@ class EngineConfig(BaseModel):
     ray_address: str | None = None  # None starts a local runtime
 
 
+class PlacementPolicy(BaseModel):
+    """Hot/cold rules for `lineage tier plan|apply`."""
+
+    hot_tier: str = "local"
+    cold_tier: str | None = None  # None: nothing ever goes cold
+    cold_after_days: int = 30  # a release unused (no reads, no pin) this long goes cold
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LINEAGE_", env_nested_delimiter="__", extra="ignore")
 
@@ -49,6 +57,7 @@ class Settings(BaseSettings):
     default_tier: str = "local"
     tiers: list[TierConfig] = Field(default_factory=list)
     engine: EngineConfig = Field(default_factory=EngineConfig)
+    placement: PlacementPolicy = Field(default_factory=PlacementPolicy)
 
     # operator and runner defaults
     batch_rows: int = 4096

@@ -120,3 +120,41 @@ class ReleaseRead(Base):
     rank: Mapped[int] = mapped_column(Integer)
     host: Mapped[str] = mapped_column(String(200), default="")
     opened_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+
+
+class Replica(Base):
+    """A copy of one release's data on one tier: where it is, what state it is in, what was proven.
+
+    The release's original table is its ``primary`` replica. Other replicas are self-contained
+    Delta tables (the release's files plus a log whose version 0 is exactly the release).
+    ``files`` maps each file to its size, checksum and when it was read back and verified, so an
+    interrupted copy resumes without copying verified files again.
+    """
+
+    __tablename__ = "replicas"
+    __table_args__ = (UniqueConstraint("release_id", "tier"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"))
+    tier: Mapped[str] = mapped_column(String(100))
+    table_path: Mapped[str] = mapped_column(String(500))
+    delta_version: Mapped[int | None] = mapped_column(Integer, default=None)
+    primary: Mapped[bool] = mapped_column(default=False)
+    state: Mapped[str] = mapped_column(String(20), default="copying")  # copying|verified|removing|removed|corrupt
+    files: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    verified_at: Mapped[datetime | None] = mapped_column(default=None)
+    detail: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+class ReleasePin(Base):
+    """A training job's claim that a release stays hot until ``until``."""
+
+    __tablename__ = "release_pins"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"))
+    until: Mapped[datetime]
+    pinned_by: Mapped[str] = mapped_column(String(200), default="")
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)

@@ -29,13 +29,24 @@ class Location:
     table_path: str
 
 
-def ordered_locations(manifest: dict[str, Any], replicas: list[Location], prefer_tier: str | None) -> list[Location]:
-    """The primary copy and replicas, the preferred tier first."""
-    locations = [Location(manifest["tier"], manifest["data"]["table"]), *replicas]
-    unique = list(dict.fromkeys(locations))
-    if prefer_tier is not None:
-        unique.sort(key=lambda loc: loc.tier != prefer_tier)
-    return unique
+_CLASS_ORDER = {"hot": 0, "warm": 1, "cold": 2}
+
+
+def ordered_locations(
+    manifest: dict[str, Any], replicas: list[Location], prefer_tier: str | None, settings: Settings
+) -> list[Location]:
+    """Verified replicas (or the manifest's own table when none are recorded): the preferred tier
+    first, then hot before warm before cold tiers."""
+    locations = list(dict.fromkeys(replicas)) or [Location(manifest["tier"], manifest["data"]["table"])]
+
+    def rank(loc: Location) -> tuple[bool, int]:
+        try:
+            tier_class = settings.tier_config(loc.tier).tier_class
+        except KeyError:
+            tier_class = "cold"
+        return (loc.tier != prefer_tier, _CLASS_ORDER[tier_class])
+
+    return sorted(locations, key=rank)
 
 
 class ReleaseFiles:

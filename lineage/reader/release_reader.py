@@ -44,7 +44,10 @@ class CatalogSource:
             release = get_release(s, ref)
             if release.state != "published":
                 log.warning("release %s is %s", ref, release.state)
-            return release.manifest, release.content_digest, []
+            from lineage.replicas import verified_locations
+
+            replicas = [Location(r.tier, r.table_path) for r in verified_locations(s, release)]
+            return release.manifest, release.content_digest, replicas
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
         from lineage.catalog import ReleaseRead
@@ -88,7 +91,9 @@ class ReleaseReader:
         source = source or CatalogSource(self.settings)
         manifest, self.digest, replicas = source.manifest(ref)
         self.manifest = manifest
-        self.files = ReleaseFiles(manifest, ordered_locations(manifest, replicas, prefer_tier), self.settings, verify)
+        self.files = ReleaseFiles(
+            manifest, ordered_locations(manifest, replicas, prefer_tier, self.settings), self.settings, verify
+        )
         self.blocks = [
             Block(i, g, rows) for i in range(len(manifest["files"])) for g, rows in enumerate(self.files.row_groups(i))
         ]
