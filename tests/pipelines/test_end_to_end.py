@@ -187,6 +187,7 @@ def test_group_steps_partition_by_key_when_keys_exceed_memory_budget(
     """With a tiny budget the key columns are hash-partitioned; decisions must not change."""
     whole = Runner(settings, catalog).run(spec_for(corpus, output="whole"))
     settings.group_partition_rows = 2
+    settings.sort_bucket_bytes = 1000  # also sort the output bucket by bucket
     parted = Runner(settings, catalog).run(spec_for(corpus, output="parted"))
     assert parted.counts["steps"] == whole.counts["steps"]
     with catalog.session() as s:
