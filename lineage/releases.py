@@ -11,7 +11,7 @@ import xxhash
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from lineage.catalog import Catalog, DatasetVersion, Release, Replica, Run
+from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
 from lineage.settings import Settings
 from storage.checksum import file_digest
@@ -127,10 +127,10 @@ def publish(
 def primary_replica(release: Release, dv: DatasetVersion) -> Replica:
     """The release's original table as its first replica (checksums were just read back)."""
     now = utcnow()
-    files = {
-        f["path"]: {"size": f["size"], "xxh3_128": f["xxh3_128"], "verified_at": now.isoformat()}
+    files = [
+        ReplicaFile(path=f["path"], size=f["size"], xxh3_128=f["xxh3_128"], verified_at=now)
         for f in release.manifest["files"]
-    }
+    ]
     return Replica(
         release_id=release.id,
         tier=dv.tier,

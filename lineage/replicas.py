@@ -24,7 +24,7 @@ from deltalake import DeltaTable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from lineage.catalog import Catalog, Release, Replica
+from lineage.catalog import Catalog, Release, Replica, ReplicaFile
 from lineage.catalog.models import utcnow
 from lineage.releases import get_release
 from lineage.settings import Settings
@@ -74,12 +74,11 @@ def verified_locations(session: Session, release: Release) -> list[Replica]:
 
 
 def _record_verified(catalog: Catalog, replica_id: int, spec: FileSpec) -> None:
+    """One row per proven file, committed at once: a crash later never costs this file again."""
     with catalog.session() as s:
-        replica = s.get(Replica, replica_id)
-        assert replica is not None
-        files = dict(replica.files)  # reassign: JSON columns do not track in-place changes
-        files[spec.path] = {"size": spec.size, "xxh3_128": spec.xxh3_128, "verified_at": utcnow().isoformat()}
-        replica.files = files
+        row = ReplicaFile(path=spec.path, size=spec.size, xxh3_128=spec.xxh3_128)
+        row.replica_id = replica_id
+        s.add(row)
     checkpoint("replica.file_verified")
 
 
@@ -125,11 +124,11 @@ def copy_release(
             existing = Replica(release_id=release.id, tier=to_tier, table_path=replica_table_path(release))
             s.add(existing)
         if existing.state != "copying":  # a fresh attempt: nothing on the destination is proven yet
-            existing.files = {}
+            existing.files.clear()
         existing.state, existing.detail = "copying", None
         s.flush()
         replica_id, table_path = existing.id, existing.table_path
-        already = {path for path, info in existing.files.items() if info.get("verified_at")}
+        already = {f.path for f in existing.files}
         specs, src_tier, src_path = _specs(release), source.tier, source.table_path
     report = copy_verified(
         get_tier(src_tier, settings),
@@ -184,7 +183,7 @@ def _needed_elsewhere(session: Session, release: Release, tier: str, table_path:
         )
     )
     for other in others:
-        needed.update(other.files)
+        needed.update(f.path for f in other.files)
     return needed
 
 
@@ -200,7 +199,7 @@ def move_release(catalog: Catalog, settings: Settings, ref: str, to_tier: str, *
         source.state = "removing"
         source_id, tier_name, table_path = source.id, source.tier, source.table_path
         keep = _needed_elsewhere(s, release, tier_name, table_path)
-        paths = [p for p in source.files if p not in keep]
+        paths = [f.path for f in source.files if f.path not in keep]
     checkpoint("replica.before_delete")
     tier = get_tier(tier_name, settings)
     deleted = 0
@@ -235,7 +234,8 @@ def verify_release(catalog: Catalog, settings: Settings, ref: str, tier_name: st
             replica.state, replica.detail = "corrupt", "; ".join(f"{p}: {m}" for p, m in sorted(problems.items()))
         elif replica.state in ("verified", "corrupt"):
             replica.state, replica.verified_at, replica.detail = "verified", now, None
-            replica.files = {p: {**info, "verified_at": now.isoformat()} for p, info in replica.files.items()}
+            for f in replica.files:
+                f.verified_at = now
         state = replica.state
     return ReplicaOutcome(ref, tier_name, table_path, state, problems=problems or None)
 

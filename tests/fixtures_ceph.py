@@ -2,7 +2,7 @@
 
 Use from any conftest or test module::
 
-    from tests.fixtures_ceph import ceph_s3, ceph_tier  # noqa: F401  (re-exported fixtures)
+    # registered for every test by tests/conftest.py (pytest_plugins)
 
     def test_something(ceph_s3):          # session-wide cluster + bucket
         tier = ceph_s3.tier("releases")   # a Tier rooted at s3://<bucket>/releases-<unique>

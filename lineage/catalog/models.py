@@ -127,8 +127,8 @@ class Replica(Base):
 
     The release's original table is its ``primary`` replica. Other replicas are self-contained
     Delta tables (the release's files plus a log whose version 0 is exactly the release).
-    ``files`` maps each file to its size, checksum and when it was read back and verified, so an
-    interrupted copy resumes without copying verified files again.
+    ``files`` holds one row per file read back and verified, so an interrupted copy resumes without
+    copying verified files again.
     """
 
     __tablename__ = "replicas"
@@ -141,10 +141,26 @@ class Replica(Base):
     delta_version: Mapped[int | None] = mapped_column(Integer, default=None)
     primary: Mapped[bool] = mapped_column(default=False)
     state: Mapped[str] = mapped_column(String(20), default="copying")  # copying|verified|removing|removed|corrupt
-    files: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
     created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
     verified_at: Mapped[datetime | None] = mapped_column(default=None)
     detail: Mapped[str | None] = mapped_column(Text, default=None)
+    files: Mapped[list[ReplicaFile]] = relationship(
+        default_factory=list, repr=False, cascade="all, delete-orphan", order_by="ReplicaFile.path", lazy="selectin"
+    )
+
+
+class ReplicaFile(Base):
+    """One file of a replica, recorded once it was read back from the tier and matched."""
+
+    __tablename__ = "replica_files"
+    __table_args__ = (UniqueConstraint("replica_id", "path"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    replica_id: Mapped[int] = mapped_column(ForeignKey("replicas.id"), init=False)
+    path: Mapped[str] = mapped_column(String(500))
+    size: Mapped[int] = mapped_column(BigInteger)
+    xxh3_128: Mapped[str] = mapped_column(String(32))
+    verified_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
 
 
 class ReleasePin(Base):
