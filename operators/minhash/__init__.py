@@ -1,0 +1,57 @@
+"""MinHash LSH near-duplicate detection: pure functions over numpy arrays and Arrow batches.
+
+Per batch (map step), then once per run::
+
+    sig_batch = signature_batch(batch["sample_id"], batch["text"], params)   # SIGNATURE_SCHEMA
+    decisions = dedupe(pa.Table.from_batches(sig_batches), params)          # DECISION_SCHEMA
+    records = lineage_records(decisions, "minhash_dedupe", "1")              # LINEAGE_SCHEMA
+
+Distributed engines run the same three steps as separate stages: ``band_hashes`` (map),
+``star_edges`` per (band, bucket) group, ``connected_components`` over the edges, then
+``decide``.
+"""
+
+from operators.minhash.components import connected_components
+from operators.minhash.dedupe import cluster_labels, dedupe, dedupe_incremental
+from operators.minhash.lsh import band_hashes, band_layout, candidate_edges, optimal_bands, star_edges
+from operators.minhash.normalize import normalize
+from operators.minhash.params import MinHashParams
+from operators.minhash.shingle import shingle_hashes
+from operators.minhash.signature import permutations, signatures, signatures_from_hashes
+from operators.minhash.store import (
+    SIGNATURE_FORMAT_VERSION,
+    SIGNATURE_SCHEMA,
+    load_signatures,
+    signature_batch,
+    sketch_id,
+)
+from operators.minhash.survivors import DECISION_SCHEMA, decide, lineage_records
+from operators.minhash.verify import estimated_jaccard, exact_jaccard
+
+__all__ = [
+    "DECISION_SCHEMA",
+    "SIGNATURE_FORMAT_VERSION",
+    "SIGNATURE_SCHEMA",
+    "MinHashParams",
+    "band_hashes",
+    "band_layout",
+    "candidate_edges",
+    "cluster_labels",
+    "connected_components",
+    "decide",
+    "dedupe",
+    "dedupe_incremental",
+    "estimated_jaccard",
+    "exact_jaccard",
+    "lineage_records",
+    "load_signatures",
+    "normalize",
+    "optimal_bands",
+    "permutations",
+    "shingle_hashes",
+    "signature_batch",
+    "signatures",
+    "signatures_from_hashes",
+    "sketch_id",
+    "star_edges",
+]
