@@ -9,6 +9,7 @@ directly and finish with ``survivors.decide``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -19,25 +20,61 @@ from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
 from operators.minhash.store import load_signatures
 from operators.minhash.survivors import decide
-from operators.minhash.verify import estimated_jaccard, exact_jaccard
+from operators.minhash.verify import estimated_jaccard, exact_jaccard, sorted_sets
 
 log = logging.getLogger(__name__)
 
 
-class _ShingleSets:
-    """Shingle hashes of the rows that take part in some edge, for exact Jaccard."""
+_SET_BATCH = 8192
 
-    def __init__(self, texts: pa.Array, rows: np.ndarray, params: MinHashParams) -> None:
+
+def _chunks(texts: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
+
+
+def _take_in_batches(texts: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> Iterator[pa.Array]:
+    """``texts[rows]`` (``rows`` sorted) as arrays, one input slice of ``_SET_BATCH`` rows at a time.
+
+    Taking from a ChunkedArray concatenates its chunks first, so we take from slices instead.
+    """
+    offset = 0
+    for chunk in _chunks(texts):
+        for lo in range(0, len(chunk), _SET_BATCH):
+            piece = chunk.slice(lo, _SET_BATCH)
+            first, last = np.searchsorted(rows, [offset + lo, offset + lo + len(piece)])
+            if last > first:
+                yield piece.take(pa.array(rows[first:last] - offset - lo))
+        offset += len(chunk)
+
+
+class _ShingleSets:
+    """Sorted shingle-hash sets of the rows that take part in some edge, for exact Jaccard.
+
+    Built batch by batch so normalising and shingling never hold more than one batch of text
+    beyond the input; only the (deduplicated) sets are kept.
+    """
+
+    def __init__(self, texts: pa.Array | pa.ChunkedArray, rows: np.ndarray, params: MinHashParams) -> None:
         self._local = np.full(len(texts), -1, dtype=np.int64)
         self._local[rows] = np.arange(len(rows))
-        self._hashes, self._offsets, _ = shingle_hashes(texts.take(pa.array(rows)), params)
+        parts, offsets, base = [], [np.zeros(1, np.int64)], 0
+        for batch in _take_in_batches(texts, rows):
+            sets, set_offsets = sorted_sets(*shingle_hashes(batch, params)[:2])
+            parts.append(sets)
+            offsets.append(set_offsets[1:] + base)
+            base += len(sets)
+        self._sets = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
+        self._offsets = np.concatenate(offsets)
 
     def jaccard(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        return exact_jaccard(self._hashes, self._offsets, self._local[src], self._local[dst])
+        return exact_jaccard(self._sets, self._offsets, self._local[src], self._local[dst])
 
 
 def cluster_labels(
-    sigs: np.ndarray, bands: np.ndarray, params: MinHashParams, texts: pa.Array | None = None
+    sigs: np.ndarray,
+    bands: np.ndarray,
+    params: MinHashParams,
+    texts: pa.Array | pa.ChunkedArray | None = None,
 ) -> tuple[np.ndarray, _ShingleSets | None]:
     """Component label per row, after optional verification of each candidate edge.
 
@@ -66,7 +103,7 @@ def _decide(
     sigs: np.ndarray,
     bands: np.ndarray,
     params: MinHashParams,
-    texts: pa.Array | None,
+    texts: pa.Array | pa.ChunkedArray | None,
 ) -> pa.Table:
     labels, sets = cluster_labels(sigs, bands, params, texts)
     jaccard = sets.jaccard if sets is not None else (lambda s, d: estimated_jaccard(sigs, s, d))
@@ -77,10 +114,6 @@ def _published(table: pa.Table) -> np.ndarray:
     if "published" not in table.column_names:
         return np.zeros(table.num_rows, dtype=bool)
     return table.column("published").fill_null(False).to_numpy().astype(bool)
-
-
-def _combine(array: pa.Array | pa.ChunkedArray | None) -> pa.Array | None:
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
 
 
 def dedupe(
@@ -100,7 +133,7 @@ def dedupe(
         sigs,
         bands,
         params,
-        _combine(texts),
+        texts,
     )
 
 
@@ -134,7 +167,7 @@ def dedupe_incremental(
     if params.verify == "exact":
         if new_texts is None or published_texts is None:
             raise ValueError('verify="exact" needs new_texts and published_texts')
-        texts = pa.concat_arrays([_combine(new_texts), _combine(published_texts).take(pa.array(rows))])
+        texts = pa.chunked_array([*_chunks(new_texts), *_chunks(published_texts.take(pa.array(rows)))])
     old_ids = published.column("sample_id").combine_chunks().take(pa.array(rows))
     old_lengths = published.column("text_length").to_numpy()[rows]
     decisions = _decide(

@@ -31,7 +31,7 @@ def estimated_jaccard(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.
 
 
 @numba.njit(cache=True)
-def _sorted_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_sets_kernel(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.empty(len(hashes), dtype=hashes.dtype)
     out_offsets = np.zeros(len(offsets), dtype=np.int64)
     pos = 0
@@ -67,10 +67,19 @@ def _exact_kernel(sets: np.ndarray, offsets: np.ndarray, src: np.ndarray, dst: n
     return out
 
 
-def exact_jaccard(hashes: np.ndarray, offsets: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Jaccard of the shingle-hash *sets* of each pair (documents as in ``shingle_hashes``).
+def sorted_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-document sorted, deduplicated shingle hashes, in the same flat layout."""
+    return _sorted_sets_kernel(np.ascontiguousarray(hashes), np.asarray(offsets, dtype=np.int64))
+
+
+def exact_jaccard(sets: np.ndarray, set_offsets: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Jaccard of the shingle-hash sets of each pair; ``sets`` as :func:`sorted_sets` returns.
 
     Exact up to 32-bit shingle-hash collisions (about 2^-32 per pair of distinct shingles).
     """
-    sets, set_offsets = _sorted_sets(np.ascontiguousarray(hashes), np.asarray(offsets, dtype=np.int64))
-    return _exact_kernel(sets, set_offsets, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64))
+    return _exact_kernel(
+        sets,
+        np.asarray(set_offsets, dtype=np.int64),
+        np.asarray(src, dtype=np.int64),
+        np.asarray(dst, dtype=np.int64),
+    )
