@@ -26,7 +26,7 @@ from operators.minhash.store import (
     sketch_id,
 )
 from operators.minhash.survivors import DECISION_SCHEMA, decide, lineage_records
-from operators.minhash.verify import estimated_jaccard, exact_jaccard
+from operators.minhash.verify import estimated_jaccard, exact_jaccard, sorted_sets
 
 __all__ = [
     "DECISION_SCHEMA",
@@ -53,5 +53,6 @@ __all__ = [
     "signatures",
     "signatures_from_hashes",
     "sketch_id",
+    "sorted_sets",
     "star_edges",
 ]

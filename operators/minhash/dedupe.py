@@ -70,16 +70,9 @@ class _ShingleSets:
         return exact_jaccard(self._sets, self._offsets, self._local[src], self._local[dst])
 
 
-def cluster_labels(
-    sigs: np.ndarray,
-    bands: np.ndarray,
-    params: MinHashParams,
-    texts: pa.Array | pa.ChunkedArray | None = None,
+def _cluster(
+    sigs: np.ndarray, bands: np.ndarray, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | None
 ) -> tuple[np.ndarray, _ShingleSets | None]:
-    """Component label per row, after optional verification of each candidate edge.
-
-    Returns the shingle sets it built for ``verify="exact"`` so callers can reuse them.
-    """
     n = len(sigs)
     src, dst = candidate_edges(bands)
     sets = None
@@ -96,6 +89,19 @@ def cluster_labels(
     return connected_components(n, src[keep], dst[keep]), sets
 
 
+def cluster_labels(
+    sigs: np.ndarray,
+    bands: np.ndarray,
+    params: MinHashParams,
+    texts: pa.Array | pa.ChunkedArray | None = None,
+) -> np.ndarray:
+    """Component label per row (its smallest row index): candidate edges, verified, then union-find.
+
+    ``texts`` (aligned with the rows) is needed only for ``verify="exact"``.
+    """
+    return _cluster(sigs, bands, params, texts)[0]
+
+
 def _decide(
     sample_ids: pa.Array,
     text_lengths: np.ndarray,
@@ -105,7 +111,7 @@ def _decide(
     params: MinHashParams,
     texts: pa.Array | pa.ChunkedArray | None,
 ) -> pa.Table:
-    labels, sets = cluster_labels(sigs, bands, params, texts)
+    labels, sets = _cluster(sigs, bands, params, texts)
     jaccard = sets.jaccard if sets is not None else (lambda s, d: estimated_jaccard(sigs, s, d))
     return decide(sample_ids, labels, text_lengths, published, params.survivor, jaccard)
 
@@ -149,7 +155,8 @@ def dedupe_incremental(
     Both tables have the ``SIGNATURE_SCHEMA`` columns (``published`` typically loaded from a
     release's Delta table). Published rows always survive; only those sharing at least one LSH
     bucket with a new row are loaded into the clustering, so a large release costs one pass over
-    its band hashes. Texts are needed only for ``verify="exact"``.
+    its band hashes (``cluster_id``/``cluster_size`` count only those published rows). Texts are
+    needed only for ``verify="exact"``.
     """
     new_sigs, new_bands = load_signatures(new, params)
     old_sigs, old_bands = load_signatures(published, params)

@@ -54,11 +54,13 @@ def signature_batch(
     sample_ids: pa.Array | pa.ChunkedArray, texts: pa.Array | pa.ChunkedArray, params: MinHashParams
 ) -> pa.RecordBatch:
     """The map step: one batch of samples -> one :data:`SIGNATURE_SCHEMA` batch."""
+    if isinstance(sample_ids, pa.ChunkedArray):
+        sample_ids = sample_ids.combine_chunks()
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
     sigs = signatures(texts, params)
     b, r = band_layout(params)
     n = len(sigs)
-    if isinstance(sample_ids, pa.ChunkedArray):
-        sample_ids = sample_ids.combine_chunks()
     return pa.RecordBatch.from_arrays(
         [
             sample_ids.cast(pa.string()),
