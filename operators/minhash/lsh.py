@@ -80,19 +80,23 @@ def band_hashes(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return _band_kernel(np.ascontiguousarray(sigs, dtype=np.uint32), bands, rows)
 
 
-def star_edges(doc_ids: np.ndarray, bucket_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def star_edges(
+    doc_ids: np.ndarray, bucket_hashes: np.ndarray, band_ids: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Edges ``(src, dst)`` linking every document of a bucket to the bucket's smallest id.
 
-    ``doc_ids`` and ``bucket_hashes`` are parallel arrays for *one* band (or for rows an engine
-    grouped by ``(band, bucket hash)``); documents alone in their bucket yield nothing. Each
-    edge satisfies ``src > dst``; duplicated ids within a bucket yield no self-loops.
+    A bucket is a ``(band, bucket hash)`` pair; ``doc_ids``, ``bucket_hashes`` and ``band_ids``
+    are parallel arrays (omit ``band_ids`` when all rows come from one band), e.g. the rows an
+    engine grouped by bucket. Documents alone in their bucket yield nothing. Each edge satisfies
+    ``src > dst``; an id repeated within a bucket yields no self-loop.
     """
     doc_ids = np.asarray(doc_ids, dtype=np.int64)
     bucket_hashes = np.asarray(bucket_hashes, dtype=np.uint64)
-    order = np.lexsort((doc_ids, bucket_hashes))
-    ids, keys = doc_ids[order], bucket_hashes[order]
+    band_ids = np.zeros(len(doc_ids), np.int64) if band_ids is None else np.asarray(band_ids, np.int64)
+    order = np.lexsort((doc_ids, bucket_hashes, band_ids))
+    ids, keys, bands = doc_ids[order], bucket_hashes[order], band_ids[order]
     run_start = np.ones(len(keys), dtype=bool)
-    run_start[1:] = keys[1:] != keys[:-1]
+    run_start[1:] = (keys[1:] != keys[:-1]) | (bands[1:] != bands[:-1])
     heads = ids[np.maximum.accumulate(np.where(run_start, np.arange(len(ids)), 0))]
     member = ids != heads
     return ids[member], heads[member]

@@ -52,11 +52,12 @@ def decide(
 ) -> pa.Table:
     """One :data:`DECISION_SCHEMA` row per sample, in input order.
 
-    ``labels`` are connected-component labels (any ints in ``[0, n)``); ``jaccard(rows, kept_rows)``
-    returns the similarity of each dropped row to its cluster's kept row.
+    ``labels`` are component labels (any integers; equal label = same cluster), so an engine may
+    call this on any set of *complete* components, e.g. grouped by label. ``jaccard(rows,
+    kept_rows)`` returns the similarity of each dropped row (positions in this call) to its kept row.
     """
     n = len(labels)
-    labels = np.asarray(labels, dtype=np.int64)
+    labels = np.unique(np.asarray(labels, dtype=np.int64), return_inverse=True)[1].reshape(-1)
     published = np.asarray(published, dtype=bool)
     ranks = _id_ranks(sample_ids)
     lengths = np.asarray(text_lengths, dtype=np.int64)

@@ -15,6 +15,7 @@ from operators.minhash import (
     SIGNATURE_SCHEMA,
     MinHashParams,
     band_hashes,
+    decide,
     dedupe,
     dedupe_incremental,
     estimated_jaccard,
@@ -58,7 +59,9 @@ C = _doc(3)
 def _table(
     ids: list[str], texts: list[str], params: MinHashParams, published: list[bool] | None = None
 ) -> pa.Table:
-    table = pa.Table.from_batches([signature_batch(pa.array(ids), pa.array(texts), params)])
+    table = pa.Table.from_batches(
+        [signature_batch(pa.array(ids, pa.string()), pa.array(texts, pa.string()), params)]
+    )
     if published is not None:
         table = table.append_column("published", pa.array(published))
     return table
@@ -220,6 +223,31 @@ def test_incremental_against_published_signatures() -> None:
     assert full.select(["sample_id", "verdict", "kept_id", "jaccard"]) == out.select(
         ["sample_id", "verdict", "kept_id", "jaccard"]
     )
+
+
+def test_decide_on_a_subset_of_components_with_global_labels() -> None:
+    # An engine may call decide per group of complete components, with labels from a global run.
+    decisions = decide(
+        pa.array(["d", "c", "b", "a"]),
+        np.array([10**9, 10**9, 7, 7]),
+        np.array([5, 9, 1, 1]),
+        np.array([False, False, False, False]),
+        "longest",
+        lambda rows, kept: np.full(len(rows), 0.9),
+    )
+    rows = decisions.to_pylist()
+    assert [(r["verdict"], r["kept_id"], r["cluster_id"]) for r in rows] == [
+        ("dropped", "c", "c"),
+        ("kept", None, "c"),
+        ("dropped", "a", "a"),
+        ("kept", None, "a"),
+    ]
+
+
+def test_empty_input() -> None:
+    params = MinHashParams()
+    empty = _table([], [], params)
+    assert dedupe(empty, params, texts=pa.array([], pa.string())).num_rows == 0
 
 
 def test_params_validation() -> None:

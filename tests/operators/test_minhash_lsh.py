@@ -63,6 +63,14 @@ def test_star_edges_link_each_bucket_member_to_the_smallest_id() -> None:
     assert sorted(zip(src.tolist(), dst.tolist(), strict=True)) == [(5, 3), (7, 3), (9, 8)]
 
 
+def test_star_edges_keep_bands_apart() -> None:
+    ids = np.array([1, 2, 3, 4])
+    buckets = np.array([5, 5, 5, 5], dtype=np.uint64)
+    src, dst = star_edges(ids, buckets, band_ids=np.array([0, 1, 0, 1]))
+    assert sorted(zip(src.tolist(), dst.tolist(), strict=True)) == [(3, 1), (4, 2)]
+    assert star_edges(np.array([3, 3]), np.array([1, 1], dtype=np.uint64))[0].size == 0
+
+
 def test_candidate_edges_deduplicate_across_bands() -> None:
     bands = np.array([[1, 10], [1, 10], [2, 11], [2, 12]], dtype=np.uint64)
     src, dst = candidate_edges(bands)
