@@ -12,7 +12,7 @@ Distributed engines run the same three steps as separate stages: ``band_hashes``
 """
 
 from operators.minhash.components import connected_components
-from operators.minhash.dedupe import cluster_labels, dedupe, dedupe_incremental
+from operators.minhash.dedupe import cluster_labels, dedupe, dedupe_incremental, published_candidates
 from operators.minhash.lsh import band_hashes, band_layout, candidate_edges, optimal_bands, star_edges
 from operators.minhash.normalize import normalize
 from operators.minhash.params import MinHashParams
@@ -49,6 +49,7 @@ __all__ = [
     "optimal_bands",
     "permutations",
     "shingle_hashes",
+    "published_candidates",
     "signature_batch",
     "signatures",
     "signatures_from_hashes",

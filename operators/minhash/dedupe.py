@@ -143,6 +143,22 @@ def dedupe(
     )
 
 
+def _sharing_a_bucket(bands: np.ndarray, other: np.ndarray) -> np.ndarray:
+    hit = np.zeros(len(bands), dtype=bool)
+    for j in range(bands.shape[1]):
+        hit |= np.isin(bands[:, j], other[:, j])
+    return np.flatnonzero(hit)
+
+
+def published_candidates(new: pa.Table, published: pa.Table, params: MinHashParams) -> np.ndarray:
+    """Positions of the ``published`` rows sharing an LSH bucket with some row of ``new``.
+
+    Only these rows can join a new row's cluster. With ``verify="exact"`` an engine can load
+    just their texts and pass ``published.take(rows)`` to :func:`dedupe_incremental`.
+    """
+    return _sharing_a_bucket(load_signatures(published, params)[1], load_signatures(new, params)[1])
+
+
 def dedupe_incremental(
     new: pa.Table,
     published: pa.Table,
@@ -154,16 +170,13 @@ def dedupe_incremental(
 
     Both tables have the ``SIGNATURE_SCHEMA`` columns (``published`` typically loaded from a
     release's Delta table). Published rows always survive; only those sharing at least one LSH
-    bucket with a new row are loaded into the clustering, so a large release costs one pass over
-    its band hashes (``cluster_id``/``cluster_size`` count only those published rows). Texts are
-    needed only for ``verify="exact"``.
+    bucket with a new row (:func:`published_candidates`) join the clustering, so a large release
+    costs one pass over its band hashes (``cluster_id``/``cluster_size`` count only those rows).
+    Texts, aligned with their tables, are needed only for ``verify="exact"``.
     """
     new_sigs, new_bands = load_signatures(new, params)
     old_sigs, old_bands = load_signatures(published, params)
-    touching = np.zeros(len(old_bands), dtype=bool)
-    for j in range(new_bands.shape[1]):
-        touching |= np.isin(old_bands[:, j], new_bands[:, j])
-    rows = np.flatnonzero(touching)
+    rows = _sharing_a_bucket(old_bands, new_bands)
     log.info(
         "minhash incremental: %d new docs, %d of %d published docs share a bucket",
         len(new_sigs),

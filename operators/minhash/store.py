@@ -5,6 +5,10 @@ length (for the ``longest``/``shortest`` survivor policies). ``sketch`` names ev
 makes signatures comparable (format version, n-gram, num_perm, seed, script choice); loading
 refuses rows whose ``sketch`` differs from the run's. ``band_layout`` only says how ``bands`` was
 cut: when a run uses another layout, bands are recomputed from the signatures, which is cheap.
+
+Delta Lake has no unsigned integer types, so the uint32 signature is stored as ``binary``
+(``num_perm`` little-endian uint32 values) and each uint64 band hash as the int64 with the same
+bits.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ SIGNATURE_SCHEMA = pa.schema(
         pa.field("sample_id", pa.string(), nullable=False),
         pa.field("text_length", pa.int64(), nullable=False),
         pa.field("sketch", pa.string(), nullable=False),
-        pa.field("signature", pa.list_(pa.uint32()), nullable=False),
+        pa.field("signature", pa.binary(), nullable=False),
         pa.field("band_layout", pa.string(), nullable=False),
-        pa.field("bands", pa.list_(pa.uint64()), nullable=False),
+        pa.field("bands", pa.list_(pa.int64()), nullable=False),
     ]
 )
 
@@ -44,10 +48,17 @@ def _layout_id(bands: int, rows: int) -> str:
     return f"{bands}x{rows}"
 
 
-def _list_column(matrix: np.ndarray, typ: pa.DataType) -> pa.ListArray:
-    n, width = matrix.shape
+def _binary_column(sigs: np.ndarray) -> pa.BinaryArray:
+    n, width = sigs.shape
+    offsets = np.arange(0, (n + 1) * width * 4, width * 4, dtype=np.int32)
+    data = np.ascontiguousarray(sigs, dtype="<u4").tobytes()
+    return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _bands_column(bands: np.ndarray) -> pa.ListArray:
+    n, width = bands.shape
     offsets = pa.array(np.arange(0, (n + 1) * width, width, dtype=np.int32))
-    return pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1), type=typ))
+    return pa.ListArray.from_arrays(offsets, pa.array(bands.view(np.int64).reshape(-1)))
 
 
 def signature_batch(
@@ -66,32 +77,45 @@ def signature_batch(
             sample_ids.cast(pa.string()),
             pc.utf8_length(pc.fill_null(texts, "")).cast(pa.int64()),
             pa.repeat(pa.scalar(sketch_id(params)), n),
-            _list_column(sigs, pa.uint32()),
+            _binary_column(sigs),
             pa.repeat(pa.scalar(_layout_id(b, r)), n),
-            _list_column(band_hashes(sigs, b, r), pa.uint64()),
+            _bands_column(band_hashes(sigs, b, r)),
         ],
         schema=SIGNATURE_SCHEMA,
     )
 
 
-def _fixed_width(column: pa.ChunkedArray | pa.Array, width: int, dtype: type, what: str) -> np.ndarray:
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    n = len(column)
-    if n and not pc.all(pc.equal(pc.list_value_length(column), width)).as_py():
-        raise ValueError(f"{what}: every row must hold {width} values")
-    return column.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(n, width)
+def _all_equal(values: pa.ChunkedArray | pa.Array, expected: object) -> bool:
+    return bool(pc.all(pc.equal(values, expected)).as_py()) if len(values) else True
+
+
+def _signature_matrix(column: pa.ChunkedArray, num_perm: int) -> np.ndarray:
+    if not _all_equal(pc.binary_length(column), num_perm * 4):
+        raise ValueError(f"signature: every row must hold {num_perm} uint32 values")
+    array = column.combine_chunks()
+    if not len(array):
+        return np.zeros((0, num_perm), dtype=np.uint32)
+    _, offsets_buf, data_buf = array.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[array.offset : array.offset + len(array) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
+    return data.view("<u4").reshape(len(array), num_perm)
+
+
+def _band_matrix(column: pa.ChunkedArray, bands: int) -> np.ndarray:
+    if not _all_equal(pc.list_value_length(column), bands):
+        raise ValueError(f"bands: every row must hold {bands} values")
+    values = column.combine_chunks().flatten().to_numpy()
+    return values.view(np.uint64).reshape(len(column), bands)
 
 
 def load_signatures(table: pa.Table, params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
     """``(signatures (n, num_perm) uint32, band hashes (n, bands) uint64)`` of stored rows."""
     expected = sketch_id(params)
-    if table.num_rows and not pc.all(pc.equal(table.column("sketch"), expected)).as_py():
+    if not _all_equal(table.column("sketch"), expected):
         found = pc.unique(table.column("sketch")).to_pylist()
         raise ValueError(f"signatures were made with {found}, this run needs {expected!r}")
-    sigs = _fixed_width(table.column("signature"), params.num_perm, np.uint32, "signature")
+    sigs = _signature_matrix(table.column("signature"), params.num_perm)
     b, r = band_layout(params)
-    layout = _layout_id(b, r)
-    if table.num_rows and pc.all(pc.equal(table.column("band_layout"), layout)).as_py():
-        return sigs, _fixed_width(table.column("bands"), b, np.uint64, "bands")
+    if table.num_rows and _all_equal(table.column("band_layout"), _layout_id(b, r)):
+        return sigs, _band_matrix(table.column("bands"), b)
     return sigs, band_hashes(sigs, b, r)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 from datasketch import MinHash
 
@@ -21,6 +23,7 @@ from operators.minhash import (
     estimated_jaccard,
     lineage_records,
     load_signatures,
+    published_candidates,
     signature_batch,
     signatures,
 )
@@ -192,6 +195,17 @@ def test_signature_table_roundtrip_and_refusal() -> None:
         load_signatures(table, MinHashParams(seed=2))
 
 
+def test_signature_table_survives_a_delta_roundtrip(tmp_path: Path) -> None:
+    deltalake = pytest.importorskip("deltalake")
+    params = MinHashParams()
+    table = _table(["a", "b", "c"], [A, B, "short"], params)
+    deltalake.write_deltalake(str(tmp_path), table)
+    fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    loaded = deltalake.DeltaTable(str(tmp_path)).to_pyarrow_dataset(filesystem=fs).to_table()
+    for got, expected in zip(load_signatures(loaded, params), load_signatures(table, params), strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_incremental_against_published_signatures() -> None:
     params = MinHashParams()
     old_ids, old_texts = (
@@ -213,6 +227,18 @@ def test_incremental_against_published_signatures() -> None:
     assert rows["new_b_edit"]["kept_id"] == "old_b"
     assert rows["new_b_edit"]["jaccard"] == pytest.approx(_jaccard5(B, _edit(B, 1, seed=3)))
     assert (rows["new_c"]["verdict"], rows["new_c_copy"]["verdict"]) == ("kept", "dropped")
+
+    # An engine may load only the published rows (and texts) that share a bucket.
+    rows = published_candidates(new, published, params)
+    assert sorted(published.column("sample_id").take(pa.array(rows)).to_pylist()) == ["old_a", "old_b"]
+    narrow = dedupe_incremental(
+        new,
+        published.take(pa.array(rows)),
+        params,
+        new_texts=pa.array(new_texts),
+        published_texts=pa.array(old_texts).take(pa.array(rows)),
+    )
+    assert narrow == out
 
     # Same decisions as one full run over both tables with the old rows flagged published.
     full = dedupe(
