@@ -2,13 +2,15 @@
 
 Per batch (map step), then once per run::
 
-    sig_batch = signature_batch(batch["sample_id"], batch["text"], params)   # SIGNATURE_SCHEMA
-    decisions = dedupe(pa.Table.from_batches(sig_batches), params)          # DECISION_SCHEMA
-    records = lineage_records(decisions, "minhash_dedupe", "1")              # LINEAGE_SCHEMA
+    sig_batches.append(signature_batch(batch["sample_id"], batch["text"], params))  # SIGNATURE_SCHEMA
+    decisions = dedupe(pa.Table.from_batches(sig_batches), params, texts=all_texts)  # DECISION_SCHEMA
+    records = lineage_records(decisions, "minhash_dedupe", "1")                       # LINEAGE_SCHEMA
 
-Distributed engines run the same three steps as separate stages: ``band_hashes`` (map),
-``star_edges`` per (band, bucket) group, ``connected_components`` over the edges, then
-``decide``.
+``texts`` is needed only for ``verify="exact"`` (the default). A boolean ``published`` column
+appended to the signature table marks samples that must survive; :func:`dedupe_incremental`
+dedupes new signatures against a stored release. Distributed engines run the same steps as
+stages: ``signature_batch`` (map), ``star_edges`` per (band, bucket) group,
+``connected_components`` over the edges, then ``decide`` per group of complete components.
 """
 
 from operators.minhash.components import connected_components

@@ -1,6 +1,8 @@
 """Integer mixing shared by the numba kernels.
 
 All constants are typed ``np.uint64``: numba turns ``uint64 op int`` into float64.
+Changing anything here changes stored signatures (bump ``SIGNATURE_FORMAT_VERSION``), and numba's
+on-disk cache of the kernels that inline these functions does not notice: clear ``__pycache__``.
 """
 
 from __future__ import annotations
