@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from operators.base import Params
 
@@ -11,9 +11,7 @@ Script = Literal["auto", "latin", "cjk"]
 Verify = Literal["none", "estimate", "exact"]
 Survivor = Literal["longest", "shortest", "smallest_id"]
 
-_SCRIPTS = ("auto", "latin", "cjk")
-_VERIFY = ("none", "estimate", "exact")
-_SURVIVORS = ("longest", "shortest", "smallest_id")
+_SCRIPTS, _VERIFY, _SURVIVORS = get_args(Script), get_args(Verify), get_args(Survivor)
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,8 @@ class MinHashParams(Params):
     buckets. On the Debian corpus only ``exact`` reaches pair F1 >= 0.95 (benchmarks/minhash.py).
 
     ``script`` picks the shingle kind: ``latin`` = word n-grams, ``cjk`` = character n-grams with
-    whitespace removed, ``auto`` = decided per document from its share of CJK characters.
+    whitespace removed, ``auto`` = per document: CJK when at least ``cjk_ratio`` of its
+    non-whitespace characters are Han, kana or Hangul.
     ``survivor`` orders a cluster's members: ``longest`` text first, or ``shortest``, or only by
     ``smallest_id``; ties always fall to the smallest ``sample_id``. Published samples always
     survive, whatever the policy.
