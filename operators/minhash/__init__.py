@@ -16,7 +16,6 @@ stages: ``signature_batch`` (map), ``star_edges`` per (band, bucket) group,
 from operators.minhash.components import connected_components
 from operators.minhash.dedupe import cluster_labels, dedupe, dedupe_incremental, published_candidates
 from operators.minhash.lsh import band_hashes, band_layout, candidate_edges, optimal_bands, star_edges
-from operators.minhash.normalize import normalize
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
 from operators.minhash.signature import permutations, signatures, signatures_from_hashes
@@ -47,7 +46,6 @@ __all__ = [
     "exact_jaccard",
     "lineage_records",
     "load_signatures",
-    "normalize",
     "optimal_bands",
     "permutations",
     "shingle_hashes",

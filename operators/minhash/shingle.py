@@ -12,8 +12,9 @@ Shingle hash, format 1 (stored signatures depend on it; bump ``SIGNATURE_FORMAT_
   the shingle hash is the low 32 bits of ``h`` (the width datasketch's default scheme takes);
 * a document with fewer than ``n`` units yields one shingle over all its units (possibly none).
 
-Whitespace is exactly Python's ``str.isspace()``. A document is CJK when at least
-``cjk_ratio`` of its non-whitespace characters are Han, kana or Hangul.
+Punctuation and symbols (P*, S*) are skipped as if deleted; whitespace is exactly Python's
+``str.isspace()``. A document is CJK when at least ``cjk_ratio`` of its remaining
+non-whitespace characters are Han, kana or Hangul.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from operators.minhash._hashing import FNV_OFFSET, FNV_PRIME, GOLDEN, MASK32, fmix64
-from operators.minhash.normalize import normalize
+from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.params import MinHashParams
 
 _MODE_AUTO, _MODE_LATIN, _MODE_CJK = 0, 1, 2
@@ -96,13 +97,22 @@ def _ngram(units: np.ndarray, start: int, count: int) -> np.uint64:
 
 
 @numba.njit(cache=True)
-def _is_cjk_doc(data: np.ndarray, start: int, end: int, cjk_ratio: float) -> bool:
+def _is_cjk_doc(data: np.ndarray, start: int, end: int, drop: np.ndarray, cjk_ratio: float) -> bool:
+    # Every CJK code point is >= U+1100, whose UTF-8 lead byte is >= 0xE1: most documents
+    # are settled by this byte scan without decoding.
+    has_cjk_lead = False
+    for i in range(start, end):
+        if data[i] >= 0xE1:
+            has_cjk_lead = True
+            break
+    if not has_cjk_lead:
+        return False
     total = 0
     cjk = 0
     i = start
     while i < end:
         cp, i = _decode(data, i)
-        if not is_space(cp):
+        if not drop[cp] and not is_space(cp):
             total += 1
             if is_cjk(cp):
                 cjk += 1
@@ -110,20 +120,24 @@ def _is_cjk_doc(data: np.ndarray, start: int, end: int, cjk_ratio: float) -> boo
 
 
 @numba.njit(cache=True)
-def _word_units(data: np.ndarray, start: int, end: int, units: np.ndarray) -> int:
+def _word_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> int:
     k = 0
     h = FNV_OFFSET
     in_word = False
     i = start
     while i < end:
-        cp, nxt = _decode(data, i)
+        b = data[i]
+        if b < 0x80:  # ASCII fast path: no decoding
+            cp, nxt = np.int64(b), i + 1
+        else:
+            cp, nxt = _decode(data, i)
         if is_space(cp):
             if in_word:
                 units[k] = fmix64(h)
                 k += 1
                 h = FNV_OFFSET
                 in_word = False
-        else:
+        elif not drop[cp]:
             for j in range(i, nxt):
                 h = (h ^ np.uint64(data[j])) * FNV_PRIME
             in_word = True
@@ -135,12 +149,12 @@ def _word_units(data: np.ndarray, start: int, end: int, units: np.ndarray) -> in
 
 
 @numba.njit(cache=True)
-def _char_units(data: np.ndarray, start: int, end: int, units: np.ndarray) -> int:
+def _char_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> int:
     k = 0
     i = start
     while i < end:
         cp, i = _decode(data, i)
-        if not is_space(cp):
+        if not drop[cp] and not is_space(cp):
             units[k] = np.uint64(cp)
             k += 1
     return k
@@ -148,7 +162,7 @@ def _char_units(data: np.ndarray, start: int, end: int, units: np.ndarray) -> in
 
 @numba.njit(cache=True)
 def _shingle_kernel(
-    data: np.ndarray, offsets: np.ndarray, ngram: int, mode: int, cjk_ratio: float
+    data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, ngram: int, mode: int, cjk_ratio: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n_docs = len(offsets) - 1
     max_len = 0
@@ -161,9 +175,9 @@ def _shingle_kernel(
     pos = 0
     for d in range(n_docs):
         start, end = offsets[d], offsets[d + 1]
-        cjk = _is_cjk_doc(data, start, end, cjk_ratio) if mode == _MODE_AUTO else mode == _MODE_CJK
+        cjk = _is_cjk_doc(data, start, end, drop, cjk_ratio) if mode == _MODE_AUTO else mode == _MODE_CJK
         cjk_docs[d] = cjk
-        k = _char_units(data, start, end, units) if cjk else _word_units(data, start, end, units)
+        k = _char_units(data, start, end, drop, units) if cjk else _word_units(data, start, end, drop, units)
         if k < ngram:
             hashes[pos] = _ngram(units, 0, k)
             pos += 1
@@ -187,11 +201,12 @@ def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 def shingle_hashes(
     texts: pa.Array | pa.ChunkedArray, params: MinHashParams
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Shingle hashes of raw texts (normalised here).
+    """Shingle hashes of raw texts (normalised here, see ``normalize.py``).
 
     Returns ``(hashes, offsets, is_cjk)``: document ``i``'s shingle hashes are
     ``hashes[offsets[i]:offsets[i + 1]]`` (uint32, in text order, repeats kept), and ``is_cjk[i]``
     says whether it was shingled by characters.
     """
-    data, offsets = string_buffers(normalize(texts))
-    return _shingle_kernel(data, offsets, params.ngram, _MODES[params.script], params.cjk_ratio)
+    data, offsets = string_buffers(fold(texts))
+    drop = punct_or_symbol_table()
+    return _shingle_kernel(data, offsets, drop, params.ngram, _MODES[params.script], params.cjk_ratio)

@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from operators.minhash import MinHashParams, normalize, shingle_hashes
+from operators.minhash import MinHashParams, shingle_hashes
+from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.shingle import is_space
 
 
@@ -27,9 +28,25 @@ def _py_shingles(text: str, n: int, cjk: bool) -> set[str]:
     return {"\x00".join(units[i : i + n]) for i in range(len(units) - n + 1)}
 
 
-def test_normalize_nfkc_lower_and_deletes_punctuation_and_symbols() -> None:
-    out = normalize(pa.array(["Ｆｕｌｌ-Width, «Quotes» & $ymbols™ ½", None]))
-    assert out.to_pylist() == ["fullwidth quotes  ymbolstm 12", ""]
+def test_fold_is_nfkc_then_lower() -> None:
+    assert fold(pa.array(["Ｆｕｌｌ-Width «Quotes» ½ ™", None])).to_pylist() == [
+        "full-width «quotes» 1⁄2 tm",
+        "",
+    ]
+
+
+def test_punct_or_symbol_table_flags_categories_p_and_s() -> None:
+    table = punct_or_symbol_table()
+    for ch in ",.!?-«»()[]&$€+=<>|~^`'\"、。，：！⁄™😀":
+        assert table[ord(ch)], ch
+    for ch in "aZ09éß中あ한 \n_":
+        assert table[ord(ch)] == (ch == "_"), ch  # "_" is Pc (connector punctuation)
+
+
+def test_punctuation_and_symbols_are_deleted_not_split_on() -> None:
+    a, b, c = _doc_hashes(["foo-bar baz ½ qux!", "foobar baz 12 qux", "foo bar baz 12 qux"], ngram=2)
+    np.testing.assert_array_equal(a, b)
+    assert len(c) == len(a) + 1
 
 
 def test_case_punctuation_and_whitespace_do_not_change_shingles() -> None:
