@@ -340,7 +340,8 @@ def memory(copies: int, seed: int) -> None:
     decisions = dedupe(table, params, texts=texts)
     clustering = time.perf_counter() - tick
     wall = time.perf_counter() - start
-    peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    peak_gib = usage.ru_maxrss / 2**20
     dropped = decisions.filter(pa.compute.equal(decisions.column("verdict"), "dropped")).num_rows
     b, r = band_layout(params)
     print(
@@ -360,6 +361,10 @@ def memory(copies: int, seed: int) -> None:
             ],
             ["LSH + verification + components + survivors", f"{clustering:.1f} s"],
             ["wall time, total", f"{wall:.1f} s"],
+            [
+                "CPU time, total (user + sys; wall minus waiting on a shared core)",
+                f"{usage.ru_utime + usage.ru_stime:.1f} s",
+            ],
             ["dropped as near-duplicates", f"{dropped:,}"],
             ["peak RSS (whole process)", f"{peak_gib:.2f} GiB"],
         ],
