@@ -34,6 +34,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
 
 pa.set_cpu_count(1)
 pa.set_io_thread_count(1)
@@ -342,7 +343,7 @@ def memory(copies: int, seed: int) -> None:
     wall = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_SELF)
     peak_gib = usage.ru_maxrss / 2**20
-    dropped = decisions.filter(pa.compute.equal(decisions.column("verdict"), "dropped")).num_rows
+    dropped = decisions.filter(pc.equal(decisions.column("verdict"), "dropped")).num_rows
     b, r = band_layout(params)
     print(
         f"\n## Memory: {table.num_rows:,} docs (debian_en x {copies}, 1-3 word edits per copy, seed {seed})"
