@@ -363,7 +363,7 @@ def memory(copies: int, seed: int) -> None:
             ["LSH + verification + components + survivors", f"{clustering:.1f} s"],
             ["wall time, total", f"{wall:.1f} s"],
             [
-                "CPU time, total (user + sys; wall minus waiting on a shared core)",
+                "CPU time, total (user + sys)",
                 f"{usage.ru_utime + usage.ru_stime:.1f} s",
             ],
             ["dropped as near-duplicates", f"{dropped:,}"],
