@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Create the benchmark venv with the reference implementations (datatrove, spaCy, rensa).
-# Idempotent and additive: re-running only installs what is missing. Run from the repo root.
+# Create benchmarks/.venv: the project (editable, pinned) plus the reference implementations the
+# benchmarks compare against (datatrove + spaCy for quality, rensa for MinHash). These are never
+# project dependencies. Idempotent and additive; run from anywhere.
 set -euo pipefail
+cd "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 VENV=benchmarks/.venv
 PACKAGES=(datatrove spacy regex rensa)  # datatrove's text utils import regex (its "processing" extra)
@@ -10,5 +12,5 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
 "$VENV/bin/pip" install --quiet --upgrade pip
-"$VENV/bin/pip" install --quiet -e . "${PACKAGES[@]}"
-"$VENV/bin/python" -c "import datatrove, spacy; spacy.blank('en'); print('bench env ready:', datatrove.__name__, spacy.__version__)"
+"$VENV/bin/pip" install --quiet -c constraints.txt -e . "${PACKAGES[@]}"
+"$VENV/bin/python" -c "import datatrove, spacy, rensa; spacy.blank('en'); print('bench env ready')"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +18,9 @@ from lineage.settings import Settings, get_settings
 
 app = typer.Typer(no_args_is_help=True, help="Versioned LLM training data with sample-level lineage.")
 release_app = typer.Typer(no_args_is_help=True, help="Publish, list and inspect releases (NAME@TAG).")
+tier_app = typer.Typer(no_args_is_help=True, help="Copy, move and verify releases across storage tiers.")
 app.add_typer(release_app, name="release")
+app.add_typer(tier_app, name="tier")
 # Logs and CI output are not terminals: give tables room instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True)
@@ -207,7 +210,132 @@ def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
         for f in m["files"]:
             files.add_row(f["path"], f"{f['rows']:,}", f"{f['size']:,}", f["xxh3_128"])
         console.print(files)
+        from lineage.replicas import last_used, replicas_of
+
+        for r in replicas_of(s, release):
+            when = r.verified_at.strftime("%Y-%m-%d %H:%M") if r.verified_at else "-"
+            console.print(
+                f"replica on {r.tier}: {r.state}{' (primary)' if r.primary else ''}, {r.table_path}, verified {when}"
+            )
+        used = last_used(s, release)
+        console.print(f"last used: {used:%Y-%m-%d %H:%M}" if used else "last used: never")
         print_counts(m["quality"])
+
+
+@release_app.command("pin")
+def release_pin(
+    ref: Annotated[str, typer.Argument(help="NAME@TAG")],
+    until: Annotated[datetime, typer.Option(help="Keep the release hot until this time (ISO 8601, UTC).")],
+    reason: Annotated[str, typer.Option(help="Why (e.g. the training job).")] = "",
+) -> None:
+    """Pin a release (hot placement) until a time; training jobs pin what they use."""
+    from lineage.placement import pin_release
+
+    _guard(lambda: pin_release(_catalog(), ref, until, reason=reason))
+    console.print(f"pinned {ref} until {until.isoformat()}")
+
+
+# -- tiers ------------------------------------------------------------------------------------
+def _transfer_progress(ref: str, total: int | None = None) -> Any:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    return Progress(
+        "{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    )
+
+
+def _replica_command(action: str, ref: str, to: str, workers: int, bandwidth_mb: float | None) -> None:
+    from lineage import replicas
+
+    catalog, settings = _catalog(), _settings()
+    limit = bandwidth_mb * 1e6 if bandwidth_mb else None
+    with _transfer_progress(ref) as progress:
+        task = progress.add_task(f"{action} {ref} → {to}", total=None)
+        advance = lambda n: progress.advance(task, n)  # noqa: E731
+        if action == "copy":
+            out = _guard(
+                lambda: replicas.copy_release(
+                    catalog, settings, ref, to, workers=workers, bytes_per_s=limit, on_bytes=advance
+                )
+            )
+        elif action == "move":
+            out = _guard(
+                lambda: replicas.move_release(
+                    catalog, settings, ref, to, workers=workers, bytes_per_s=limit, on_bytes=advance
+                )
+            )
+        else:
+            out = _guard(lambda: replicas.verify_release(catalog, settings, ref, to))
+    if action == "verify":
+        if out.problems:
+            for path, problem in sorted(out.problems.items()):
+                err.print(f"[red]{path}[/]: {problem}")
+            _fail(f"replica of {ref} on {to} is corrupt ({len(out.problems)} files)")
+        console.print(f"replica of {ref} on {to} ({out.table_path}): every file read back and verified")
+        return
+    console.print(
+        f"{ref} on {to}: {out.state}; copied {out.copied} files ({out.bytes_copied:,} bytes), "
+        f"{out.skipped} already verified"
+        + (f"; removed {out.deleted_files} files from {out.removed_from}" if out.removed_from else "")
+    )
+
+
+@tier_app.command("copy")
+def tier_copy(
+    ref: Annotated[str, typer.Argument(help="NAME@TAG")],
+    to: Annotated[str, typer.Option("--to", help="Destination tier.")],
+    workers: Annotated[int, typer.Option(help="Files copied in parallel.")] = 4,
+    bandwidth: Annotated[float | None, typer.Option(help="Bandwidth limit in MB/s.")] = None,
+) -> None:
+    """Copy a release to a tier; each file is read back and checked. Resumes after a crash."""
+    _replica_command("copy", ref, to, workers, bandwidth)
+
+
+@tier_app.command("move")
+def tier_move(
+    ref: Annotated[str, typer.Argument(help="NAME@TAG")],
+    to: Annotated[str, typer.Option("--to", help="Destination tier.")],
+    workers: Annotated[int, typer.Option(help="Files copied in parallel.")] = 4,
+    bandwidth: Annotated[float | None, typer.Option(help="Bandwidth limit in MB/s.")] = None,
+) -> None:
+    """Copy, verify, then remove the source files no other published release needs."""
+    _replica_command("move", ref, to, workers, bandwidth)
+
+
+@tier_app.command("verify")
+def tier_verify(
+    ref: Annotated[str, typer.Argument(help="NAME@TAG")],
+    to: Annotated[str, typer.Option("--to", help="The tier whose replica to check.")],
+) -> None:
+    """Read a replica's files back and check sizes and checksums against the manifest."""
+    _replica_command("verify", ref, to, 4, None)
+
+
+@tier_app.command("plan")
+def tier_plan() -> None:
+    """Show the moves the placement rules want (pinned stay hot, idle or deprecated go cold)."""
+    from lineage.placement import plan_moves
+
+    plan = plan_moves(_catalog(), _settings())
+    if not plan:
+        console.print("nothing to move")
+    for move in plan:
+        console.print(f"move {move.release}: {move.from_tier} → {move.to_tier} ({move.reason})")
+
+
+@tier_app.command("apply")
+def tier_apply(workers: Annotated[int, typer.Option(help="Files copied in parallel.")] = 4) -> None:
+    """Carry out `lineage tier plan`."""
+    from lineage.placement import plan_moves
+
+    for move in plan_moves(_catalog(), _settings()):
+        console.print(f"move {move.release}: {move.from_tier} → {move.to_tier} ({move.reason})")
+        _replica_command("move", move.release, move.to_tier, workers, None)
 
 
 # -- inspection -------------------------------------------------------------------------------

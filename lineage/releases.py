@@ -11,7 +11,8 @@ import xxhash
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from lineage.catalog import Catalog, DatasetVersion, Release, Run
+from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
+from lineage.catalog.models import utcnow
 from lineage.settings import Settings
 from storage.checksum import file_digest
 from storage.delta import version_files
@@ -118,4 +119,25 @@ def publish(
         )
         release.dataset_version = dv
         s.add(release)
+        s.flush()
+        s.add(primary_replica(release, dv))
     return release, True
+
+
+def primary_replica(release: Release, dv: DatasetVersion) -> Replica:
+    """The release's original table as its first replica (checksums were just read back)."""
+    now = utcnow()
+    files = [
+        ReplicaFile(path=f["path"], size=f["size"], xxh3_128=f["xxh3_128"], verified_at=now)
+        for f in release.manifest["files"]
+    ]
+    return Replica(
+        release_id=release.id,
+        tier=dv.tier,
+        table_path=dv.data_path,
+        delta_version=dv.data_delta_version,
+        primary=True,
+        state="verified",
+        files=files,
+        verified_at=now,
+    )

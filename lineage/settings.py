@@ -44,6 +44,14 @@ class EngineConfig(BaseModel):
     ray_runtime_env: dict[str, Any] = Field(default_factory=dict)  # e.g. {"working_dir": ...} for a cluster
 
 
+class PlacementPolicy(BaseModel):
+    """Hot/cold rules for `lineage tier plan|apply`."""
+
+    hot_tier: str = "local"
+    cold_tier: str | None = None  # None: nothing ever goes cold
+    cold_after_days: int = 30  # a release unused (no reads, no pin) this long goes cold
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LINEAGE_", env_nested_delimiter="__", extra="ignore")
 
@@ -52,15 +60,17 @@ class Settings(BaseSettings):
     default_tier: str = "local"
     tiers: list[TierConfig] = Field(default_factory=list)
     engine: EngineConfig = Field(default_factory=EngineConfig)
+    placement: PlacementPolicy = Field(default_factory=PlacementPolicy)
 
     # operator and runner defaults
     batch_rows: int = 4096
     max_record_bytes: int = 8 * 1024 * 1024
     quarantine_raw_bytes: int = 4096
-    duckdb_memory_limit: str = "1GB"
+    duckdb_memory_limit: str = "512MB"
     parquet_row_group_rows: int = 65536
     parquet_file_rows: int = 1_000_000
-    group_partition_rows: int = 2_000_000  # rows of key columns a group step holds in memory at once
+    group_partition_rows: int = 1_000_000  # rows of key columns a group step holds in memory at once
+    sort_bucket_bytes: int = 64 * 1024 * 1024  # final sorts run per sample-id bucket of about this size
 
     @model_validator(mode="after")
     def _defaults(self) -> Settings:

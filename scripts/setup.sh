@@ -32,4 +32,8 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 extras="dev"
 .venv/bin/python -m pip install -q -c constraints.txt -e ".[${extras}]"
+if ((with_tests)); then
+  # The [torch] extra leaves the version to users; tests pin the CPU build this machine kind carries.
+  .venv/bin/python -c 'import torch' >/dev/null 2>&1 || .venv/bin/python -m pip install -q torch==2.13.0
+fi
 echo "setup done: $(.venv/bin/python --version), project installed in .venv"

@@ -59,9 +59,7 @@ def make_filesystem(config: TierConfig) -> pafs.FileSystem:
         # Ceph RGW rejects the checksum trailers the AWS SDK inside pyarrow sends on multipart
         # uploads (HTTP 411); the SDK reads this variable whenever it builds a client.
         if os.environ.setdefault("AWS_REQUEST_CHECKSUM_CALCULATION", "WHEN_REQUIRED") != "WHEN_REQUIRED":
-            log.warning(
-                "AWS_REQUEST_CHECKSUM_CALCULATION is set otherwise: multipart uploads to RGW may fail"
-            )
+            log.warning("AWS_REQUEST_CHECKSUM_CALCULATION is set otherwise: multipart uploads to RGW may fail")
         scheme, host = _s3_endpoint(config)
         return pafs.S3FileSystem(
             access_key=_credential(config, "access_key"),

@@ -12,6 +12,9 @@ import pytest
 from lineage.catalog import Catalog
 from lineage.settings import Settings, get_settings
 
+# Session-wide real services, available to every test by fixture name.
+pytest_plugins = ["tests.fixtures_ceph"]
+
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

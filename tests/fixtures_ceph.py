@@ -2,7 +2,7 @@
 
 Use from any conftest or test module::
 
-    from tests.fixtures_ceph import ceph_s3, ceph_tier  # noqa: F401  (re-exported fixtures)
+    # registered for every test by tests/conftest.py (pytest_plugins)
 
     def test_something(ceph_s3):          # session-wide cluster + bucket
         tier = ceph_s3.tier("releases")   # a Tier rooted at s3://<bucket>/releases-<unique>
@@ -59,9 +59,7 @@ class CephS3:
     access_key_env: str = ACCESS_KEY_ENV
     secret_key_env: str = SECRET_KEY_ENV
 
-    def tier_config(
-        self, prefix: str | None = None, name: str = "ceph", tier_class: str = "warm"
-    ) -> TierConfig:
+    def tier_config(self, prefix: str | None = None, name: str = "ceph", tier_class: str = "warm") -> TierConfig:
         """A tier config rooted at ``s3://bucket/<prefix>``; a unique prefix when none is given."""
         prefix = prefix if prefix is not None else f"t-{uuid.uuid4().hex[:12]}"
         root = f"s3://{self.bucket}/{prefix}" if prefix else f"s3://{self.bucket}"
@@ -115,9 +113,7 @@ def ceph_s3() -> Iterator[CephS3]:
     except CephStartError as exc:
         pytest.fail(f"Ceph cluster did not start (files kept in {workdir}): {exc}", pytrace=False)
     start_seconds = time.monotonic() - started
-    saved = {
-        k: os.environ.get(k) for k in (ACCESS_KEY_ENV, SECRET_KEY_ENV, "AWS_REQUEST_CHECKSUM_CALCULATION")
-    }
+    saved = {k: os.environ.get(k) for k in (ACCESS_KEY_ENV, SECRET_KEY_ENV, "AWS_REQUEST_CHECKSUM_CALCULATION")}
     os.environ[ACCESS_KEY_ENV] = state.access_key
     os.environ[SECRET_KEY_ENV] = state.secret_key
     # RGW rejects the AWS SDK's checksum trailers on multipart uploads (see storage.backends).

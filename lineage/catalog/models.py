@@ -106,3 +106,71 @@ class Release(Base):
     @property
     def ref(self) -> str:
         return f"{self.name}@{self.tag}"
+
+
+class ReleaseRead(Base):
+    """A training job opening a release: which job, how many ranks, when (for "who used this")."""
+
+    __tablename__ = "release_reads"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"))
+    job: Mapped[str] = mapped_column(String(300))
+    world_size: Mapped[int] = mapped_column(Integer)
+    rank: Mapped[int] = mapped_column(Integer)
+    host: Mapped[str] = mapped_column(String(200), default="")
+    opened_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+
+
+class Replica(Base):
+    """A copy of one release's data on one tier: where it is, what state it is in, what was proven.
+
+    The release's original table is its ``primary`` replica. Other replicas are self-contained
+    Delta tables (the release's files plus a log whose version 0 is exactly the release).
+    ``files`` holds one row per file read back and verified, so an interrupted copy resumes without
+    copying verified files again.
+    """
+
+    __tablename__ = "replicas"
+    __table_args__ = (UniqueConstraint("release_id", "tier"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"))
+    tier: Mapped[str] = mapped_column(String(100))
+    table_path: Mapped[str] = mapped_column(String(500))
+    delta_version: Mapped[int | None] = mapped_column(Integer, default=None)
+    primary: Mapped[bool] = mapped_column(default=False)
+    state: Mapped[str] = mapped_column(String(20), default="copying")  # copying|verified|removing|removed|corrupt
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    verified_at: Mapped[datetime | None] = mapped_column(default=None)
+    detail: Mapped[str | None] = mapped_column(Text, default=None)
+    files: Mapped[list[ReplicaFile]] = relationship(
+        default_factory=list, repr=False, cascade="all, delete-orphan", order_by="ReplicaFile.path", lazy="selectin"
+    )
+
+
+class ReplicaFile(Base):
+    """One file of a replica, recorded once it was read back from the tier and matched."""
+
+    __tablename__ = "replica_files"
+    __table_args__ = (UniqueConstraint("replica_id", "path"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    replica_id: Mapped[int] = mapped_column(ForeignKey("replicas.id"), init=False)
+    path: Mapped[str] = mapped_column(String(500))
+    size: Mapped[int] = mapped_column(BigInteger)
+    xxh3_128: Mapped[str] = mapped_column(String(32))
+    verified_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+
+
+class ReleasePin(Base):
+    """A training job's claim that a release stays hot until ``until``."""
+
+    __tablename__ = "release_pins"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"))
+    until: Mapped[datetime]
+    pinned_by: Mapped[str] = mapped_column(String(200), default="")
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)

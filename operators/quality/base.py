@@ -77,9 +77,7 @@ class QualityOperator(MapOperator):
     def _reasons(self, evaluation: Evaluation, passed: np.ndarray, dropped: np.ndarray) -> pa.Array:
         names = pa.array([f"{self.rule_set}:{r.name}" for r in evaluation.rules] or [""], pa.string())
         first_failing = np.argmax(~passed, axis=1) if passed.shape[1] else np.zeros(len(dropped), np.int64)
-        return pc.if_else(
-            pa.array(dropped), names.take(pa.array(first_failing)), pa.scalar(None, pa.string())
-        )
+        return pc.if_else(pa.array(dropped), names.take(pa.array(first_failing)), pa.scalar(None, pa.string()))
 
     def _rule_results(self, evaluation: Evaluation, passed: np.ndarray, n: int) -> pa.Array:
         """detail.rules: a list of RULE_RESULT per sample, in the rule set's order."""

@@ -128,9 +128,7 @@ class C4Quality(QualityOperator):
         kept_parents = parents[alive]
         outcomes: list[RuleOutcome | None] = [
             rule("lorem_ipsum", np.bincount(parents, lorem, n), 0 if p.filter_lorem_ipsum else None, "<="),
-            rule(
-                "curly_bracket", np.bincount(parents, curly, n), 0 if p.filter_curly_bracket else None, "<="
-            ),
+            rule("curly_bracket", np.bincount(parents, curly, n), 0 if p.filter_curly_bracket else None, "<="),
         ]
         if p.min_num_sentences is not None:
             per_line = sentence_counts(tokenize(kept_lines))

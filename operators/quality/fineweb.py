@@ -82,9 +82,7 @@ class FineWebQuality(QualityOperator):
         punct_ratio = safe_ratio(punct, n_lines)
         if p.line_punct_exclude_zero:
             punct_ratio[punct_ratio == 0] = np.nan
-        short = np.bincount(
-            parents, weights=to_numpy(pc.utf8_length(lines)) <= p.short_line_length, minlength=n
-        )
+        short = np.bincount(parents, weights=to_numpy(pc.utf8_length(lines)) <= p.short_line_length, minlength=n)
         dups = duplicate_stats(regroup(lines, parents, n))
         chars_without_newlines = char_counts(texts) - count_literal(texts, "\n")
         words = tokenize(texts).counts()

@@ -127,9 +127,7 @@ class GopherQuality(QualityOperator):
                         p.max_ellipsis_lines_ratio,
                         "<=",
                     ),
-                    rule(
-                        "alpha_words_ratio", safe_ratio(alpha_words, n_words), p.min_alpha_words_ratio, ">="
-                    ),
+                    rule("alpha_words_ratio", safe_ratio(alpha_words, n_words), p.min_alpha_words_ratio, ">="),
                     rule("min_stop_words", distinct_stop_words(tokens, p.stop_words), p.min_stop_words, ">="),
                 ]
             )

@@ -76,9 +76,7 @@ class GopherRepetition(QualityOperator):
         if p.top_n_grams or p.dup_n_grams:
             ngrams = NgramStats(tokenize(texts))
             for n, threshold in p.top_n_grams:
-                outcomes.append(
-                    rule(f"top_{n}_gram", safe_ratio(ngrams.top_ngram_chars(n), length), threshold, "<=")
-                )
+                outcomes.append(rule(f"top_{n}_gram", safe_ratio(ngrams.top_ngram_chars(n), length), threshold, "<="))
             for n, threshold in p.dup_n_grams:
                 value = safe_ratio(ngrams.duplicate_ngram_chars(n), length)
                 outcomes.append(rule(f"duplicated_{n}_n_grams", value, threshold, "<="))

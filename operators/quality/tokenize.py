@@ -48,8 +48,7 @@ SPECIAL_CASES: dict[str, int] = {
 }
 
 UNITS = _words(
-    "km m dm cm mm ha nm yd in ft kg g mg t lb oz m/s km/h kmh mph hPa Pa mbar mb MB kb KB gb GB "
-    "tb TB T G M K %"
+    "km m dm cm mm ha nm yd in ft kg g mg t lb oz m/s km/h kmh mph hPa Pa mbar mb MB kb KB gb GB tb TB T G M K %"
 )
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -112,11 +111,7 @@ def _decode_utf8(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.
                 cp = (np.uint32(b & 0x1F) << 6) | np.uint32(data[i + 1] & 0x3F)
                 i += 2
             elif b < 0xF0:
-                cp = (
-                    (np.uint32(b & 0x0F) << 12)
-                    | (np.uint32(data[i + 1] & 0x3F) << 6)
-                    | np.uint32(data[i + 2] & 0x3F)
-                )
+                cp = (np.uint32(b & 0x0F) << 12) | (np.uint32(data[i + 1] & 0x3F) << 6) | np.uint32(data[i + 2] & 0x3F)
                 i += 3
             else:
                 cp = (
@@ -252,13 +247,7 @@ def _suffix_len(cps, flags, s, e, units, unit_lens) -> int:
         return 1
     if c == 46 and n >= 2:
         p = cps[e - 2]
-        if (
-            _has(flags, p, cc.DIGIT | cc.LOWER | cc.QUOTE | cc.PUNCT)
-            or p == 37
-            or p == 0xB2
-            or p == 45
-            or p == 43
-        ):
+        if _has(flags, p, cc.DIGIT | cc.LOWER | cc.QUOTE | cc.PUNCT) or p == 37 or p == 0xB2 or p == 45 or p == 43:
             return 1
         if n >= 3 and _has(flags, p, cc.UPPER) and _has(flags, cps[e - 3], cc.UPPER):
             return 1
@@ -366,9 +355,7 @@ def _emit(starts, ends, k, a, b) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _tokenize_chunk(
-    cps, flags, specials, splits, units, unit_lens, s, e, starts, ends, k, suf_s, suf_e
-) -> int:
+def _tokenize_chunk(cps, flags, specials, splits, units, unit_lens, s, e, starts, ends, k, suf_s, suf_e) -> int:
     """spaCy's _split_affixes + _attach_tokens for one whitespace-delimited chunk."""
     n_suf = 0
     special = _is_special(cps, s, e, specials, splits)
@@ -462,9 +449,7 @@ def _tokenize(cps, doc_off, flags, specials, splits, units, unit_lens):
             while j < end and not _has(flags, cps[j], cc.SPACE):
                 j += 1
             if j > i:
-                k = _tokenize_chunk(
-                    cps, flags, specials, splits, units, unit_lens, i, j, starts, ends, k, suf_s, suf_e
-                )
+                k = _tokenize_chunk(cps, flags, specials, splits, units, unit_lens, i, j, starts, ends, k, suf_s, suf_e)
             i = j
     tok_off[n_docs] = k
     return starts[:k], ends[:k], tok_off
@@ -517,9 +502,7 @@ class Tokens:
     def texts(self, doc: int) -> list[str]:
         """The tokens of one sample as strings (for tests and debugging)."""
         a, b = self.offsets[doc], self.offsets[doc + 1]
-        return [
-            "".join(map(chr, self.cps[s:e])) for s, e in zip(self.starts[a:b], self.ends[a:b], strict=True)
-        ]
+        return ["".join(map(chr, self.cps[s:e])) for s, e in zip(self.starts[a:b], self.ends[a:b], strict=True)]
 
 
 @numba.njit(cache=True, nogil=True)

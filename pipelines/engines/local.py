@@ -86,9 +86,11 @@ class LocalEngine(Engine):
             samples = self._run_maps(job, staging, f"samples-{number}", survivors, seg.maps, lineage_w)
 
         lineage_files = [staging.path("lineage", f) for f in lineage_w.close()]
-        data_files = self._write_sorted(con, samples, "sample_id", SAMPLE_SCHEMA, job.data)
+        data_files = self._write_sorted(con, staging, "sorted-data", samples, "sample_id", SAMPLE_SCHEMA, job.data)
         checkpoint("local.data_written")
-        lineage_out = self._write_sorted(con, lineage_files, "sample_id, step", LINEAGE_SCHEMA, job.lineage)
+        lineage_out = self._write_sorted(
+            con, staging, "sorted-lineage", lineage_files, "sample_id, step", LINEAGE_SCHEMA, job.lineage
+        )
         return JobResult(data_files, lineage_out, quarantine_w.close(), dict(stats))
 
     def _inputs(
@@ -153,13 +155,12 @@ class LocalEngine(Engine):
             tables = [con.sql(f"SELECT {cols} FROM read_parquet(?)", params=[samples]).to_arrow_table()]
         else:  # hash-partition so each part holds whole groups and fits in memory
             out_dir = staging.path(name, "keys")
-            staging.filesystem.create_dir(out_dir, recursive=True)  # DuckDB creates one level only
+            Path(out_dir).parent.mkdir(parents=True, exist_ok=True)
             con.sql(
                 f'COPY (SELECT {cols}, hash("{op.key}") % {parts} AS _part FROM read_parquet(?)) '
                 f"TO '{out_dir}' (FORMAT parquet, PARTITION_BY (_part))",
                 params=[samples],
             )
-            # the hive folders' files hold no _part column; read just the key columns
             tables = (pq.read_table(p, columns=list(op.columns)) for p in sorted(Path(out_dir).glob("_part=*")))
         for table in tables:
             table = table.combine_chunks() if isinstance(table, pa.Table) else pa.table(table)
@@ -186,12 +187,41 @@ class LocalEngine(Engine):
             yield conform(batch, SAMPLE_SCHEMA)
 
     def _write_sorted(
-        self, con: duckdb.DuckDBPyConnection, files: list[str], order: str, schema: pa.Schema, target: TableTarget
+        self,
+        con: duckdb.DuckDBPyConnection,
+        staging: Tier,
+        name: str,
+        files: list[str],
+        order: str,
+        schema: pa.Schema,
+        target: TableTarget,
     ) -> list[str]:
-        """Sort by the lookup key so row-group statistics make point lookups cheap."""
+        """Write ``files`` sorted by ``sample_id`` (then ``order``) so row-group stats prune lookups.
+
+        sample ids are uniform hex hashes, so splitting by their first hex digits gives buckets of
+        similar size whose concatenation in bucket order is globally sorted. Only one bucket is
+        sorted at a time, which bounds memory for any input size.
+        """
         writer = self._target_writer(target, schema)
-        if files:
-            sql = f"SELECT * FROM read_parquet(?) ORDER BY {order}"
-            for batch in con.sql(sql, params=[files]).to_arrow_reader(self.settings.batch_rows):
+        if not files:
+            return writer.close()
+        columns = ", ".join(f'"{f.name}"' for f in schema)
+        size = sum(Path(f).stat().st_size for f in files)
+        digits = 0
+        while size / 16**digits > self.settings.sort_bucket_bytes and digits < 3:
+            digits += 1
+        if digits == 0:
+            buckets = [files]
+        else:
+            out_dir = staging.path(name)
+            con.sql(
+                f"COPY (SELECT {columns}, substr(sample_id, 1, {digits}) AS _bucket FROM read_parquet(?)) "
+                f"TO '{out_dir}' (FORMAT parquet, PARTITION_BY (_bucket), ROW_GROUP_SIZE 8192)",
+                params=[files],
+            )
+            buckets = [sorted(str(p) for p in d.glob("*.parquet")) for d in sorted(Path(out_dir).glob("_bucket=*"))]
+        for bucket in buckets:
+            sql = f"SELECT {columns} FROM read_parquet(?, hive_partitioning=false) ORDER BY {order}"
+            for batch in con.sql(sql, params=[bucket]).to_arrow_reader(self.settings.batch_rows):
                 writer.write(conform(batch, schema))
         return writer.close()

@@ -179,3 +179,20 @@ def test_bad_pipeline_files_are_clear_errors(tmp_path: Path) -> None:
     path.write_text('name = "x"\nbogus = 1\n[[inputs]]\ndataset = "d"\n[output]\ndataset = "o"\n')
     with pytest.raises(ValueError, match="bogus"):
         PipelineSpec.load(path)
+
+
+def test_group_steps_partition_by_key_when_keys_exceed_memory_budget(
+    corpus: Path, settings: Settings, catalog: Catalog
+) -> None:
+    """With a tiny budget the key columns are hash-partitioned; decisions must not change."""
+    whole = Runner(settings, catalog).run(spec_for(corpus, output="whole"))
+    settings.group_partition_rows = 2
+    settings.sort_bucket_bytes = 1000  # also sort the output bucket by bucket
+    parted = Runner(settings, catalog).run(spec_for(corpus, output="parted"))
+    assert parted.counts["steps"] == whole.counts["steps"]
+    with catalog.session() as s:
+        tables = {}
+        for dv in s.scalars(select(DatasetVersion)):
+            tier = get_tier(dv.tier, settings)
+            tables[dv.dataset.name] = version_dataset(tier, dv.data_path, dv.data_delta_version).to_table()
+    assert tables["whole"].equals(tables["parted"])

@@ -72,9 +72,7 @@ def test_deltalake_write_and_time_travel(ceph_tier: Tier) -> None:
     }  # fmt: skip
     assert rows == {0: [1, 2, 3], 1: [1, 2, 3, 4, 5], 2: [4, 5]}
     # the log really is on RGW, under the tier's prefix
-    log_files = ceph_tier.filesystem.get_file_info(
-        pafs.FileSelector(ceph_tier.path("releases/r1/_delta_log"))
-    )
+    log_files = ceph_tier.filesystem.get_file_info(pafs.FileSelector(ceph_tier.path("releases/r1/_delta_log")))
     assert sorted(i.base_name for i in log_files if i.base_name.endswith(".json")) == [
         f"{n:020d}.json" for n in range(3)
     ]
@@ -91,13 +89,13 @@ def test_duckdb_over_delta_version_on_ceph(ceph_tier: Tier) -> None:
     )
     con = duckdb.connect()
     con.register("v0", ds)
-    assert con.execute("select doc from v0 where k = ?", [4242]).fetchall() == [("d4242",)]
-    assert con.execute("select count(*), max(k) from v0").fetchone() == (5000, 4999)  # v0: no late row
+    assert con.sql("select doc from v0 where k = ?", params=[4242]).fetchall() == [("d4242",)]
+    assert con.sql("select count(*), max(k) from v0").fetchall() == [(5000, 4999)]  # v0: no late row
     ds1 = DeltaTable(uri, version=1, storage_options=opts).to_pyarrow_dataset(
         filesystem=ceph_tier.subtree("releases/lookup")
     )
     con.register("v1", ds1)
-    assert con.execute("select count(*), max(k) from v1").fetchone() == (5001, 10_000)
+    assert con.sql("select count(*), max(k) from v1").fetchall() == [(5001, 10_000)]
 
 
 def test_wrong_credentials_are_rejected(ceph_s3) -> None:

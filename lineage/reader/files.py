@@ -1,0 +1,107 @@
+"""Locating a release's files on the best tier, and verifying each file once."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import xxhash
+
+from lineage.settings import Settings
+from storage.checksum import file_digest
+from storage.tier import Tier, get_tier
+
+log = logging.getLogger(__name__)
+
+
+class ChecksumMismatch(IOError):
+    """A file's bytes do not match the release manifest."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a copy of the release's data table lives."""
+
+    tier: str
+    table_path: str
+
+
+_CLASS_ORDER = {"hot": 0, "warm": 1, "cold": 2}
+
+
+def ordered_locations(
+    manifest: dict[str, Any], replicas: list[Location], prefer_tier: str | None, settings: Settings
+) -> list[Location]:
+    """Verified replicas (or the manifest's own table when none are recorded): the preferred tier
+    first, then hot before warm before cold tiers."""
+    locations = list(dict.fromkeys(replicas)) or [Location(manifest["tier"], manifest["data"]["table"])]
+
+    def rank(loc: Location) -> tuple[bool, int]:
+        try:
+            tier_class = settings.tier_config(loc.tier).tier_class
+        except KeyError:
+            tier_class = "cold"
+        return (loc.tier != prefer_tier, _CLASS_ORDER[tier_class])
+
+    return sorted(locations, key=rank)
+
+
+class ReleaseFiles:
+    """Opens the manifest's files from the first location that has them, verifying checksums once.
+
+    Verification state is cached on disk (under ``$LINEAGE_HOME/verified``), keyed by tier, path and
+    expected checksum, so a restarted job does not hash the same file again.
+    """
+
+    def __init__(self, manifest: dict[str, Any], locations: list[Location], settings: Settings, verify: bool) -> None:
+        self.manifest, self.locations, self.settings, self.verify = manifest, locations, settings, verify
+        self._open: dict[int, pq.ParquetFile] = {}
+        self._cache_dir = Path(settings.home) / "verified"
+
+    def _marker(self, tier: Tier, path: str, checksum: str) -> Path:
+        return self._cache_dir / xxhash.xxh3_64_hexdigest(f"{tier.name}\x00{tier.uri(path)}\x00{checksum}".encode())
+
+    def _verified(self, tier: Tier, path: str, entry: dict[str, Any]) -> None:
+        marker = self._marker(tier, path, entry["xxh3_128"])
+        if marker.exists():
+            return
+        digest = file_digest(tier, path)
+        if digest.hexdigest != entry["xxh3_128"] or digest.size != entry["size"]:
+            raise ChecksumMismatch(
+                f"{tier.name}:{path}: xxh3-128 {digest.hexdigest} ({digest.size} bytes), manifest says "
+                f"{entry['xxh3_128']} ({entry['size']} bytes)"
+            )
+        self._cache_dir.mkdir(parents=True, exist_ok=True)
+        marker.write_text(entry["xxh3_128"])
+
+    def parquet(self, index: int) -> pq.ParquetFile:
+        """The file's reader, from the first location where it opens (and verifies)."""
+        if index in self._open:
+            return self._open[index]
+        entry = self.manifest["files"][index]
+        errors: list[str] = []
+        mismatch = False
+        for loc in self.locations:
+            try:
+                tier = get_tier(loc.tier, self.settings)
+                path = f"{loc.table_path}/{entry['path']}"
+                if self.verify:
+                    self._verified(tier, path, entry)
+                handle = pq.ParquetFile(tier.filesystem.open_input_file(tier.path(path)))
+            except (OSError, KeyError) as exc:
+                mismatch = mismatch or isinstance(exc, ChecksumMismatch)
+                log.warning("release file %s unavailable on %s: %s", entry["path"], loc.tier, exc)
+                errors.append(f"{loc.tier}: {exc}")
+                continue
+            self._open[index] = handle
+            return handle
+        error = ChecksumMismatch if mismatch else OSError
+        raise error(f"no good copy of {entry['path']}: " + "; ".join(errors))
+
+    def row_groups(self, index: int) -> list[int]:
+        """Row counts of a file's row groups (from its footer)."""
+        meta = self.parquet(index).metadata
+        return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]

@@ -1,0 +1,196 @@
+"""``open_release``: a training job's deterministic, sharded, resumable view of one release."""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from lineage.reader.files import Location, ReleaseFiles, ordered_locations
+from lineage.reader.order import Block, EpochOrder, Remainder, Shard
+from lineage.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+
+
+class ManifestSource(Protocol):
+    """Where a reader gets a release's manifest and records its use: the catalog or the service."""
+
+    def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
+        """(manifest, content digest, replica locations)."""
+
+    def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None: ...
+
+
+class CatalogSource:
+    """Reads manifests straight from the SQL catalog."""
+
+    def __init__(self, settings: Settings) -> None:
+        from lineage.catalog import Catalog
+
+        self.catalog = Catalog(settings.catalog_url or "")
+
+    def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
+        from lineage.releases import get_release
+
+        with self.catalog.session() as s:
+            release = get_release(s, ref)
+            if release.state != "published":
+                log.warning("release %s is %s", ref, release.state)
+            from lineage.replicas import verified_locations
+
+            replicas = [Location(r.tier, r.table_path) for r in verified_locations(s, release)]
+            return release.manifest, release.content_digest, replicas
+
+    def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
+        from lineage.catalog import ReleaseRead
+        from lineage.releases import get_release
+
+        with self.catalog.session() as s:
+            release = get_release(s, ref)
+            s.add(
+                ReleaseRead(release_id=release.id, job=job, world_size=world_size, rank=rank, host=socket.gethostname())
+            )
+
+
+class ReleaseReader:
+    """Iterates one rank's share of a release for one epoch; see :mod:`lineage.reader.order`."""
+
+    def __init__(
+        self,
+        ref: str,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        seed: int = 0,
+        epoch: int = 0,
+        batch_size: int = 1024,
+        columns: list[str] | None = None,
+        as_dicts: bool = False,
+        shuffle: bool = True,
+        remainder: Remainder = "drop",
+        window_blocks: int = 4,
+        verify: bool = True,
+        prefer_tier: str | None = None,
+        job: str | None = None,
+        source: ManifestSource | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be positive")
+        self.ref, self.seed, self.epoch, self.batch_size = ref, seed, epoch, batch_size
+        self.columns, self.as_dicts, self.shuffle, self.window_blocks = columns, as_dicts, shuffle, window_blocks
+        self.settings = settings or get_settings()
+        source = source or CatalogSource(self.settings)
+        manifest, self.digest, replicas = source.manifest(ref)
+        self.manifest = manifest
+        self.files = ReleaseFiles(
+            manifest, ordered_locations(manifest, replicas, prefer_tier, self.settings), self.settings, verify
+        )
+        self.blocks = [
+            Block(i, g, rows) for i in range(len(manifest["files"])) for g, rows in enumerate(self.files.row_groups(i))
+        ]
+        total = sum(b.rows for b in self.blocks)
+        if total != manifest["row_count"]:
+            raise OSError(f"release {ref}: files hold {total} rows, manifest says {manifest['row_count']}")
+        self.shard = Shard(total, world_size, rank, remainder)
+        self.consumed = 0
+        job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
+        source.record_read(ref, job, world_size, rank)
+
+    # -- iteration ----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        """Samples this rank reads per epoch."""
+        return self.shard.samples
+
+    def _read_window(self, blocks: tuple[Block, ...]) -> pa.Table:
+        parts = [self.files.parquet(b.file).read_row_group(b.row_group, columns=self.columns) for b in blocks]
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        order = EpochOrder(
+            self.blocks, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window_blocks=self.window_blocks
+        )
+        pending: list[pa.Table] = []
+        pending_rows = 0
+        for lo, hi in self.shard.ranges(self.consumed):
+            for piece in order.slices(lo, hi):
+                table = self._read_window(piece.blocks).take(pa.array(piece.rows))
+                pending.append(table)
+                pending_rows += table.num_rows
+                while pending_rows >= self.batch_size:
+                    merged = pa.concat_tables(pending)
+                    yield from merged.slice(0, self.batch_size).combine_chunks().to_batches()
+                    rest = merged.slice(self.batch_size)
+                    pending, pending_rows = [rest], rest.num_rows
+        if pending_rows:
+            yield from pa.concat_tables(pending).combine_chunks().to_batches()
+
+    def __iter__(self) -> Iterator[Any]:
+        for batch in self._batches():
+            if self.as_dicts:
+                for row in batch.to_pylist():
+                    self.consumed += 1
+                    yield row
+            else:
+                self.consumed += batch.num_rows
+                yield batch
+
+    # -- epochs and resume ----------------------------------------------------------------------
+    def set_epoch(self, epoch: int) -> None:
+        """Start another epoch (a new shuffle of the whole release)."""
+        self.epoch, self.consumed = epoch, 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "release": self.ref,
+            "content_digest": self.digest,
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "world_size": self.shard.world_size,
+            "rank": self.shard.rank,
+            "remainder": self.shard.remainder,
+            "shuffle": self.shuffle,
+            "window_blocks": self.window_blocks,
+            "samples_consumed": self.consumed,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue exactly after the last sample the saved reader yielded.
+
+        A different ``world_size`` (or rank) is refused: ranks own contiguous slices of the
+        epoch's order, so a saved position does not map onto another world's slices.
+        """
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"unsupported reader state version {state.get('version')!r}")
+        if state["release"] != self.ref or state["content_digest"] != self.digest:
+            raise ValueError(f"state is for {state['release']} ({state['content_digest'][:12]}), not this release")
+        for key, mine in (
+            ("world_size", self.shard.world_size),
+            ("rank", self.shard.rank),
+            ("remainder", self.shard.remainder),
+            ("shuffle", self.shuffle),
+            ("window_blocks", self.window_blocks),
+        ):
+            if state[key] != mine:
+                raise ValueError(
+                    f"cannot resume: state has {key}={state[key]!r} but this reader has {mine!r}; resuming with a "
+                    "different world size or layout is not supported (ranks own contiguous slices of the order)"
+                )
+        if not 0 <= state["samples_consumed"] <= self.shard.samples:
+            raise ValueError(f"samples_consumed={state['samples_consumed']} is outside this rank's share")
+        self.seed, self.epoch, self.consumed = state["seed"], state["epoch"], state["samples_consumed"]
+
+
+def open_release(ref: str, **kwargs: Any) -> ReleaseReader:
+    """Open ``name@tag`` for training: ``rank=``, ``world_size=``, ``seed=``, ``epoch=``,
+    ``batch_size=``, ``columns=``, ``as_dicts=``; see :class:`ReleaseReader`."""
+    return ReleaseReader(ref, **kwargs)

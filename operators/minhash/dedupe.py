@@ -1,0 +1,202 @@
+"""In-process near-duplicate decisions over signature tables (steps b and c plus survivors).
+
+An engine that holds a whole run's signatures in one process calls :func:`dedupe`; one that
+dedupes new documents against a published release calls :func:`dedupe_incremental`. Engines
+that distribute steps (b) and (c) use ``lsh.star_edges`` and ``components.connected_components``
+directly and finish with ``survivors.decide``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from operators.minhash.components import connected_components
+from operators.minhash.lsh import candidate_edges
+from operators.minhash.params import MinHashParams
+from operators.minhash.shingle import shingle_hashes
+from operators.minhash.store import load_signatures
+from operators.minhash.survivors import decide
+from operators.minhash.verify import estimated_jaccard, exact_jaccard, sorted_sets
+
+log = logging.getLogger(__name__)
+
+
+_SET_BATCH = 8192
+
+
+def _chunks(texts: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
+
+
+def _take_in_batches(texts: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> Iterator[pa.Array]:
+    """``texts[rows]`` (``rows`` sorted) as arrays, one input slice of ``_SET_BATCH`` rows at a time.
+
+    Taking from a ChunkedArray concatenates its chunks first, so we take from slices instead.
+    """
+    offset = 0
+    for chunk in _chunks(texts):
+        for lo in range(0, len(chunk), _SET_BATCH):
+            piece = chunk.slice(lo, _SET_BATCH)
+            first, last = np.searchsorted(rows, [offset + lo, offset + lo + len(piece)])
+            if last > first:
+                yield piece.take(pa.array(rows[first:last] - offset - lo))
+        offset += len(chunk)
+
+
+class _ShingleSets:
+    """Sorted shingle-hash sets of the rows that take part in some edge, for exact Jaccard.
+
+    Built batch by batch so normalising and shingling never hold more than one batch of text
+    beyond the input; only the (deduplicated) sets are kept.
+    """
+
+    def __init__(self, texts: pa.Array | pa.ChunkedArray, rows: np.ndarray, params: MinHashParams) -> None:
+        self._local = np.full(len(texts), -1, dtype=np.int64)
+        self._local[rows] = np.arange(len(rows))
+        parts, offsets, base = [], [np.zeros(1, np.int64)], 0
+        for batch in _take_in_batches(texts, rows):
+            sets, set_offsets = sorted_sets(*shingle_hashes(batch, params)[:2])
+            parts.append(sets)
+            offsets.append(set_offsets[1:] + base)
+            base += len(sets)
+        self._sets = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
+        self._offsets = np.concatenate(offsets)
+
+    def jaccard(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        return exact_jaccard(self._sets, self._offsets, self._local[src], self._local[dst])
+
+
+def _cluster(
+    sigs: np.ndarray, bands: np.ndarray, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | None
+) -> tuple[np.ndarray, _ShingleSets | None]:
+    n = len(sigs)
+    src, dst = candidate_edges(bands)
+    sets = None
+    if params.verify == "exact":
+        if texts is None or len(texts) != n:
+            raise ValueError('verify="exact" needs the texts of every row')
+        sets = _ShingleSets(texts, np.unique(np.concatenate([src, dst])), params)
+        keep = sets.jaccard(src, dst) >= params.threshold
+    elif params.verify == "estimate":
+        keep = estimated_jaccard(sigs, src, dst) >= params.threshold
+    else:
+        keep = np.ones(len(src), dtype=bool)
+    log.info("minhash: %d docs, %d candidate edges, %d verified", n, len(src), int(keep.sum()))
+    return connected_components(n, src[keep], dst[keep]), sets
+
+
+def cluster_labels(
+    sigs: np.ndarray,
+    bands: np.ndarray,
+    params: MinHashParams,
+    texts: pa.Array | pa.ChunkedArray | None = None,
+) -> np.ndarray:
+    """Component label per row (its smallest row index): candidate edges, verified, then union-find.
+
+    ``texts`` (aligned with the rows) is needed only for ``verify="exact"``.
+    """
+    return _cluster(sigs, bands, params, texts)[0]
+
+
+def _decide(
+    sample_ids: pa.Array,
+    text_lengths: np.ndarray,
+    published: np.ndarray,
+    sigs: np.ndarray,
+    bands: np.ndarray,
+    params: MinHashParams,
+    texts: pa.Array | pa.ChunkedArray | None,
+) -> pa.Table:
+    labels, sets = _cluster(sigs, bands, params, texts)
+    jaccard = sets.jaccard if sets is not None else (lambda s, d: estimated_jaccard(sigs, s, d))
+    return decide(sample_ids, labels, text_lengths, published, params.survivor, jaccard)
+
+
+def _published(table: pa.Table) -> np.ndarray:
+    if "published" not in table.column_names:
+        return np.zeros(table.num_rows, dtype=bool)
+    return table.column("published").fill_null(False).to_numpy().astype(bool)
+
+
+def dedupe(
+    table: pa.Table, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | None = None
+) -> pa.Table:
+    """Decisions (``survivors.DECISION_SCHEMA``, input order) for every row of ``table``.
+
+    ``table`` has the ``store.SIGNATURE_SCHEMA`` columns and optionally a boolean ``published``
+    column (published rows always survive). ``texts`` (aligned with the rows) is needed only for
+    ``verify="exact"``.
+    """
+    sigs, bands = load_signatures(table, params)
+    return _decide(
+        table.column("sample_id").combine_chunks(),
+        table.column("text_length").to_numpy(),
+        _published(table),
+        sigs,
+        bands,
+        params,
+        texts,
+    )
+
+
+def _sharing_a_bucket(bands: np.ndarray, other: np.ndarray) -> np.ndarray:
+    hit = np.zeros(len(bands), dtype=bool)
+    for j in range(bands.shape[1]):
+        hit |= np.isin(bands[:, j], other[:, j])
+    return np.flatnonzero(hit)
+
+
+def published_candidates(new: pa.Table, published: pa.Table, params: MinHashParams) -> np.ndarray:
+    """Positions of the ``published`` rows sharing an LSH bucket with some row of ``new``.
+
+    Only these rows can join a new row's cluster. With ``verify="exact"`` an engine can load
+    just their texts and pass ``published.take(rows)`` to :func:`dedupe_incremental`.
+    """
+    return _sharing_a_bucket(load_signatures(published, params)[1], load_signatures(new, params)[1])
+
+
+def dedupe_incremental(
+    new: pa.Table,
+    published: pa.Table,
+    params: MinHashParams,
+    new_texts: pa.Array | pa.ChunkedArray | None = None,
+    published_texts: pa.Array | pa.ChunkedArray | None = None,
+) -> pa.Table:
+    """Decisions for the rows of ``new``, deduplicated among themselves and against ``published``.
+
+    Both tables have the ``SIGNATURE_SCHEMA`` columns (``published`` typically loaded from a
+    release's Delta table). Published rows always survive; only those sharing at least one LSH
+    bucket with a new row (:func:`published_candidates`) join the clustering, so a large release
+    costs one pass over its band hashes (``cluster_id``/``cluster_size`` count only those rows).
+    Texts, aligned with their tables, are needed only for ``verify="exact"``.
+    """
+    new_sigs, new_bands = load_signatures(new, params)
+    old_sigs, old_bands = load_signatures(published, params)
+    rows = _sharing_a_bucket(old_bands, new_bands)
+    log.info(
+        "minhash incremental: %d new docs, %d of %d published docs share a bucket",
+        len(new_sigs),
+        len(rows),
+        len(old_sigs),
+    )
+    texts = None
+    if params.verify == "exact":
+        if new_texts is None or published_texts is None:
+            raise ValueError('verify="exact" needs new_texts and published_texts')
+        texts = pa.chunked_array([*_chunks(new_texts), *_chunks(published_texts.take(pa.array(rows)))])
+    old_ids = published.column("sample_id").combine_chunks().take(pa.array(rows))
+    old_lengths = published.column("text_length").to_numpy()[rows]
+    decisions = _decide(
+        pa.concat_arrays([new.column("sample_id").combine_chunks(), old_ids]),
+        np.concatenate([new.column("text_length").to_numpy(), old_lengths]),
+        np.concatenate([np.zeros(len(new_sigs), bool), np.ones(len(rows), bool)]),
+        np.concatenate([new_sigs, old_sigs[rows]]),
+        np.concatenate([new_bands, old_bands[rows]]),
+        params,
+        texts,
+    )
+    return decisions.slice(0, new.num_rows)

@@ -1,0 +1,127 @@
+"""LSH banding: band layout, per-document band hashes, and bucket -> star edges.
+
+The distributed shape of near-duplicate search is three steps, and each is a function here:
+
+(a) map: :func:`band_hashes` turns signatures into one uint64 per (document, band);
+(b) group by (band, bucket hash): :func:`star_edges` turns one group's documents into edges
+    ``doc -> smallest doc of the bucket`` (a star: k-1 edges per bucket, never k^2 pairs);
+(c) connected components over all edges (``components.py``).
+
+:func:`candidate_edges` is the in-process (b) over all bands of a signature matrix.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+from operators.minhash._hashing import GOLDEN, fmix64
+from operators.minhash.params import MinHashParams
+
+
+@functools.lru_cache(maxsize=64)
+def optimal_bands(
+    threshold: float, num_perm: int, false_positive_weight: float = 0.5, false_negative_weight: float = 0.5
+) -> tuple[int, int]:
+    """``(bands, rows)`` minimising weighted false-positive + false-negative probability mass.
+
+    Same objective and search order as datasketch's ``_optimal_param``. The integrands are
+    polynomials of degree ``bands * rows <= num_perm``, so Gauss-Legendre quadrature with
+    ``num_perm // 2 + 1`` nodes integrates them exactly (no scipy needed).
+    """
+    nodes, weights = np.polynomial.legendre.leggauss(num_perm // 2 + 1)
+
+    def integral(f, lo: float, hi: float) -> float:
+        s = (hi - lo) / 2 * nodes + (hi + lo) / 2
+        return float((hi - lo) / 2 * np.dot(weights, f(s)))
+
+    best, opt = float("inf"), (0, 0)
+    for b in range(1, num_perm + 1):
+        for r in range(1, num_perm // b + 1):
+            fp = integral(lambda s, b=b, r=r: 1 - (1 - s**r) ** b, 0.0, threshold)
+            fn = integral(lambda s, b=b, r=r: (1 - s**r) ** b, threshold, 1.0)
+            error = fp * false_positive_weight + fn * false_negative_weight
+            if error < best:
+                best, opt = error, (b, r)
+    return opt
+
+
+def band_layout(params: MinHashParams) -> tuple[int, int]:
+    """The explicit ``(bands, rows)`` of ``params``, or the optimum for its threshold and weights."""
+    if params.bands is not None and params.rows is not None:
+        return params.bands, params.rows
+    return optimal_bands(
+        params.threshold, params.num_perm, params.false_positive_weight, params.false_negative_weight
+    )
+
+
+@numba.njit(cache=True)
+def _band_kernel(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    out = np.empty((sigs.shape[0], bands), dtype=np.uint64)
+    for d in range(sigs.shape[0]):
+        for j in range(bands):
+            h = GOLDEN
+            for k in range(j * rows, (j + 1) * rows):
+                h = fmix64(h ^ np.uint64(sigs[d, k]))
+            out[d, j] = h
+    return out
+
+
+def band_hashes(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """``(n_docs, bands)`` uint64: band ``j`` hashes signature values ``[j*rows, (j+1)*rows)``.
+
+    Two documents share bucket ``(j, h)`` iff their band ``j`` values agree (up to 64-bit hash
+    collisions), which is what LSH needs; the band index stays a separate key.
+    """
+    if bands * rows > sigs.shape[1]:
+        raise ValueError(f"{bands}x{rows} bands do not fit signatures of width {sigs.shape[1]}")
+    return _band_kernel(np.ascontiguousarray(sigs, dtype=np.uint32), bands, rows)
+
+
+def star_edges(
+    doc_ids: np.ndarray, bucket_hashes: np.ndarray, band_ids: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Edges ``(src, dst)`` linking every document of a bucket to the bucket's smallest id.
+
+    A bucket is a ``(band, bucket hash)`` pair; ``doc_ids``, ``bucket_hashes`` and ``band_ids``
+    are parallel arrays (omit ``band_ids`` when all rows come from one band), e.g. the rows an
+    engine grouped by bucket. Documents alone in their bucket yield nothing. Each edge satisfies
+    ``src > dst``; an id repeated within a bucket yields no self-loop.
+    """
+    doc_ids = np.asarray(doc_ids, dtype=np.int64)
+    bucket_hashes = np.asarray(bucket_hashes, dtype=np.uint64)
+    band_ids = np.zeros(len(doc_ids), np.int64) if band_ids is None else np.asarray(band_ids, np.int64)
+    order = np.lexsort((doc_ids, bucket_hashes, band_ids))
+    ids, keys, bands = doc_ids[order], bucket_hashes[order], band_ids[order]
+    run_start = np.ones(len(keys), dtype=bool)
+    run_start[1:] = (keys[1:] != keys[:-1]) | (bands[1:] != bands[:-1])
+    heads = ids[np.maximum.accumulate(np.where(run_start, np.arange(len(ids)), 0))]
+    member = ids != heads
+    return ids[member], heads[member]
+
+
+def candidate_edges(bands: np.ndarray, doc_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Star edges over every band of a ``(n_docs, bands)`` band-hash matrix, deduplicated.
+
+    ``doc_ids`` defaults to row positions. Memory: at most ``n_docs - 1`` edges per band, and
+    only one band's sort at a time.
+    """
+    if doc_ids is None:
+        doc_ids = np.arange(bands.shape[0], dtype=np.int64)
+    keys = []
+    for j in range(bands.shape[1]):
+        src, dst = star_edges(doc_ids, bands[:, j])
+        keys.append(pack_edges(src, dst))
+    packed = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.uint64)
+    return unpack_edges(packed)
+
+
+def pack_edges(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """One sortable uint64 per edge (ids must be < 2^32), for cheap deduplication."""
+    return (src.astype(np.uint64) << np.uint64(32)) | dst.astype(np.uint64)
+
+
+def unpack_edges(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (packed >> np.uint64(32)).astype(np.int64), (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)

@@ -1,0 +1,76 @@
+"""Configuration of the MinHash LSH near-duplicate kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from operators.base import Params
+
+Script = Literal["auto", "latin", "cjk"]
+Verify = Literal["none", "estimate", "exact"]
+Survivor = Literal["longest", "shortest", "smallest_id"]
+
+_SCRIPTS, _VERIFY, _SURVIVORS = get_args(Script), get_args(Verify), get_args(Survivor)
+
+
+@dataclass(frozen=True)
+class MinHashParams(Params):
+    """What a pipeline file configures for near-duplicate removal.
+
+    ``bands``/``rows`` override the LSH layout; when both are unset it is derived from
+    ``threshold`` like datasketch's ``MinHashLSH`` does, but with weights that favour recall
+    (``false_positive_weight`` 0.2, ``false_negative_weight`` 0.8, giving 12x10 at 0.8 and 128
+    permutations): datasketch's 0.5/0.5 choice (9x13) misses true pairs, and the extra false
+    positives of recall-leaning bands are removed by ``verify`` instead.
+
+    ``verify`` checks every candidate edge before clustering: ``exact`` (default) compares
+    shingle sets and needs the texts at clustering time; ``estimate`` compares signatures (no
+    texts, but +-0.035 noise at 0.8 with 128 permutations chains clusters); ``none`` trusts the
+    buckets. On the Debian corpus only ``exact`` reaches pair F1 >= 0.95 (benchmarks/minhash.py).
+
+    ``script`` picks the shingle kind: ``latin`` = word n-grams, ``cjk`` = character n-grams with
+    whitespace removed, ``auto`` = per document: CJK when at least ``cjk_ratio`` of its
+    non-whitespace characters are Han, kana or Hangul.
+    ``survivor`` orders a cluster's members: ``longest`` text first, or ``shortest``, or only by
+    ``smallest_id``; ties always fall to the smallest ``sample_id``. Published samples always
+    survive, whatever the policy.
+    """
+
+    threshold: float = 0.8
+    num_perm: int = 128
+    ngram: int = 5
+    seed: int = 1
+    bands: int | None = None
+    rows: int | None = None
+    false_positive_weight: float = 0.2
+    false_negative_weight: float = 0.8
+    script: Script = "auto"
+    cjk_ratio: float = 0.3
+    verify: Verify = "exact"
+    survivor: Survivor = "longest"
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
+        if not 1 <= self.num_perm <= 1024:
+            raise ValueError(f"num_perm must be in [1, 1024], got {self.num_perm}")
+        if self.ngram < 1:
+            raise ValueError(f"ngram must be >= 1, got {self.ngram}")
+        if not 0 <= self.seed < 2**32:
+            raise ValueError(f"seed must be in [0, 2^32), got {self.seed}")
+        if (self.bands is None) != (self.rows is None):
+            raise ValueError("set both bands and rows, or neither")
+        if self.bands is not None and not (1 <= self.bands * self.rows <= self.num_perm and self.rows >= 1):
+            raise ValueError(f"bands x rows ({self.bands}x{self.rows}) must be positive and fit num_perm")
+        if self.false_positive_weight < 0 or self.false_negative_weight < 0:
+            raise ValueError("LSH weights must be non-negative")
+        if not 0.0 <= self.cjk_ratio <= 1.0:
+            raise ValueError(f"cjk_ratio must be in [0, 1], got {self.cjk_ratio}")
+        for name, value, allowed in (
+            ("script", self.script, _SCRIPTS),
+            ("verify", self.verify, _VERIFY),
+            ("survivor", self.survivor, _SURVIVORS),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")

@@ -1,0 +1,212 @@
+"""Shingle hashes: normalised text -> one flat uint32 array of shingle hashes per batch.
+
+One numba pass over the UTF-8 bytes of a batch does splitting, script detection and n-gram
+hashing, so nothing is materialised per token or per shingle as a Python object.
+
+Shingle hash, format 1 (stored signatures depend on it; bump ``SIGNATURE_FORMAT_VERSION`` in
+``store.py`` when it changes):
+
+* a word's unit value is FNV-1a-64 of its UTF-8 bytes passed through ``fmix64``; a CJK
+  document's unit values are its non-whitespace code points (whitespace removed);
+* an n-gram of units ``u1..un`` hashes to ``h = GOLDEN; h = fmix64(h ^ ui) for each ui``, and
+  the shingle hash is the low 32 bits of ``h`` (the width datasketch's default scheme takes);
+* a document with fewer than ``n`` units yields one shingle over all its units (possibly none).
+
+Punctuation and symbols (P*, S*) are skipped as if deleted; whitespace is exactly Python's
+``str.isspace()``. A document is CJK when at least ``cjk_ratio`` of its remaining
+non-whitespace characters are Han, kana or Hangul.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pyarrow as pa
+
+from operators.minhash._hashing import FNV_OFFSET, FNV_PRIME, GOLDEN, MASK32, fmix64
+from operators.minhash.normalize import fold, punct_or_symbol_table
+from operators.minhash.params import MinHashParams
+
+_MODE_AUTO, _MODE_LATIN, _MODE_CJK = 0, 1, 2
+_MODES = {"auto": _MODE_AUTO, "latin": _MODE_LATIN, "cjk": _MODE_CJK}
+
+
+@numba.njit(cache=True)
+def is_space(cp: int) -> bool:
+    """Python's ``str.isspace()`` as a code point test."""
+    if cp < 0x80:
+        return (9 <= cp <= 13) or (28 <= cp <= 32)
+    return (
+        cp == 0x85
+        or cp == 0xA0
+        or cp == 0x1680
+        or (0x2000 <= cp <= 0x200A)
+        or cp == 0x2028
+        or cp == 0x2029
+        or cp == 0x202F
+        or cp == 0x205F
+        or cp == 0x3000
+    )
+
+
+@numba.njit(cache=True)
+def is_cjk(cp: int) -> bool:
+    """Han (incl. extensions and compatibility), kana, Hangul and Bopomofo."""
+    return (
+        (0x4E00 <= cp <= 0x9FFF)
+        or (0x3400 <= cp <= 0x4DBF)
+        or (0x20000 <= cp <= 0x323AF)
+        or (0xF900 <= cp <= 0xFAFF)
+        or (0x3040 <= cp <= 0x30FF)
+        or (0x31F0 <= cp <= 0x31FF)
+        or (0x3100 <= cp <= 0x312F)
+        or (0xAC00 <= cp <= 0xD7AF)
+        or (0x1100 <= cp <= 0x11FF)
+        or (0x3130 <= cp <= 0x318F)
+    )
+
+
+@numba.njit(inline="always")
+def _decode(data: np.ndarray, i: int) -> tuple[int, int]:
+    """Code point starting at byte ``i`` of valid UTF-8, and the index after it."""
+    b0 = np.int64(data[i])
+    if b0 < 0x80:
+        return b0, i + 1
+    if b0 < 0xE0:
+        return ((b0 & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F), i + 2
+    if b0 < 0xF0:
+        return (
+            ((b0 & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F),
+            i + 3,
+        )
+    return (
+        ((b0 & 0x07) << 18)
+        | ((np.int64(data[i + 1]) & 0x3F) << 12)
+        | ((np.int64(data[i + 2]) & 0x3F) << 6)
+        | (np.int64(data[i + 3]) & 0x3F),
+        i + 4,
+    )
+
+
+@numba.njit(inline="always")
+def _ngram(units: np.ndarray, start: int, count: int) -> np.uint64:
+    h = GOLDEN
+    for j in range(start, start + count):
+        h = fmix64(h ^ units[j])
+    return h & MASK32
+
+
+@numba.njit(cache=True)
+def _is_cjk_doc(data: np.ndarray, start: int, end: int, drop: np.ndarray, cjk_ratio: float) -> bool:
+    # Every CJK code point is >= U+1100, whose UTF-8 lead byte is >= 0xE1: most documents
+    # are settled by this byte scan without decoding.
+    has_cjk_lead = False
+    for i in range(start, end):
+        if data[i] >= 0xE1:
+            has_cjk_lead = True
+            break
+    if not has_cjk_lead:
+        return False
+    total = 0
+    cjk = 0
+    i = start
+    while i < end:
+        cp, i = _decode(data, i)
+        if not drop[cp] and not is_space(cp):
+            total += 1
+            if is_cjk(cp):
+                cjk += 1
+    return total > 0 and cjk >= cjk_ratio * total
+
+
+@numba.njit(cache=True)
+def _word_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> int:
+    k = 0
+    h = FNV_OFFSET
+    in_word = False
+    i = start
+    while i < end:
+        b = data[i]
+        if b < 0x80:  # ASCII fast path: no decoding
+            cp, nxt = np.int64(b), i + 1
+        else:
+            cp, nxt = _decode(data, i)
+        if is_space(cp):
+            if in_word:
+                units[k] = fmix64(h)
+                k += 1
+                h = FNV_OFFSET
+                in_word = False
+        elif not drop[cp]:
+            for j in range(i, nxt):
+                h = (h ^ np.uint64(data[j])) * FNV_PRIME
+            in_word = True
+        i = nxt
+    if in_word:
+        units[k] = fmix64(h)
+        k += 1
+    return k
+
+
+@numba.njit(cache=True)
+def _char_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> int:
+    k = 0
+    i = start
+    while i < end:
+        cp, i = _decode(data, i)
+        if not drop[cp] and not is_space(cp):
+            units[k] = np.uint64(cp)
+            k += 1
+    return k
+
+
+@numba.njit(cache=True)
+def _shingle_kernel(
+    data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, ngram: int, mode: int, cjk_ratio: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n_docs = len(offsets) - 1
+    max_len = 0
+    for d in range(n_docs):
+        max_len = max(max_len, offsets[d + 1] - offsets[d])
+    units = np.empty(max_len + 1, dtype=np.uint64)
+    hashes = np.empty(offsets[n_docs] - offsets[0] + n_docs, dtype=np.uint32)
+    out_offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    cjk_docs = np.zeros(n_docs, dtype=np.bool_)
+    pos = 0
+    for d in range(n_docs):
+        start, end = offsets[d], offsets[d + 1]
+        cjk = _is_cjk_doc(data, start, end, drop, cjk_ratio) if mode == _MODE_AUTO else mode == _MODE_CJK
+        cjk_docs[d] = cjk
+        k = _char_units(data, start, end, drop, units) if cjk else _word_units(data, start, end, drop, units)
+        if k < ngram:
+            hashes[pos] = _ngram(units, 0, k)
+            pos += 1
+        else:
+            for s in range(k - ngram + 1):
+                hashes[pos] = _ngram(units, s, ngram)
+                pos += 1
+        out_offsets[d + 1] = pos
+    return hashes[:pos].copy(), out_offsets, cjk_docs
+
+
+def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Zero-copy (UTF-8 bytes, int64 offsets) of a string array, honouring slices."""
+    offset_type = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    _, offsets_buf, data_buf = texts.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=offset_type)[texts.offset : texts.offset + len(texts) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return data, offsets.astype(np.int64)
+
+
+def shingle_hashes(
+    texts: pa.Array | pa.ChunkedArray, params: MinHashParams
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shingle hashes of raw texts (normalised here, see ``normalize.py``).
+
+    Returns ``(hashes, offsets, is_cjk)``: document ``i``'s shingle hashes are
+    ``hashes[offsets[i]:offsets[i + 1]]`` (uint32, in text order, repeats kept), and ``is_cjk[i]``
+    says whether it was shingled by characters.
+    """
+    data, offsets = string_buffers(fold(texts))
+    drop = punct_or_symbol_table()
+    return _shingle_kernel(data, offsets, drop, params.ngram, _MODES[params.script], params.cjk_ratio)

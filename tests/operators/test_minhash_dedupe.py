@@ -1,0 +1,290 @@
+"""Clustering, verification, survivors, lineage, stored signatures and incremental dedupe."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pytest
+from datasketch import MinHash
+
+from lineage.records import LINEAGE_SCHEMA
+from operators.minhash import (
+    DECISION_SCHEMA,
+    SIGNATURE_SCHEMA,
+    MinHashParams,
+    band_hashes,
+    decide,
+    dedupe,
+    dedupe_incremental,
+    estimated_jaccard,
+    lineage_records,
+    load_signatures,
+    published_candidates,
+    signature_batch,
+    signatures,
+)
+
+_WORDS = [f"w{i}" for i in range(5000)]
+
+
+def _doc(seed: int, length: int = 60) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(_WORDS) for _ in range(length))
+
+
+def _edit(text: str, changes: int, seed: int) -> str:
+    words = text.split()
+    rng = random.Random(seed)
+    for pos in rng.sample(range(len(words)), changes):
+        words[pos] = f"edited{pos}"
+    return " ".join(words)
+
+
+def _jaccard5(a: str, b: str) -> float:
+    def grams(t: str) -> set[tuple[str, ...]]:
+        w = t.split()
+        return {tuple(w[i : i + 5]) for i in range(len(w) - 4)}
+
+    sa, sb = grams(a), grams(b)
+    return len(sa & sb) / len(sa | sb)
+
+
+A = _doc(1)
+A_LONGER = A + " appended"
+B = _doc(2)
+C = _doc(3)
+
+
+def _table(
+    ids: list[str], texts: list[str], params: MinHashParams, published: list[bool] | None = None
+) -> pa.Table:
+    table = pa.Table.from_batches(
+        [signature_batch(pa.array(ids, pa.string()), pa.array(texts, pa.string()), params)]
+    )
+    if published is not None:
+        table = table.append_column("published", pa.array(published))
+    return table
+
+
+def _run(
+    ids: list[str], texts: list[str], published: list[bool] | None = None, **kw: object
+) -> dict[str, dict]:
+    params = MinHashParams(**kw)
+    decisions = dedupe(_table(ids, texts, params, published), params, texts=pa.array(texts))
+    assert decisions.schema == DECISION_SCHEMA
+    assert decisions.column("sample_id").to_pylist() == ids
+    return {row["sample_id"]: row for row in decisions.to_pylist()}
+
+
+def test_clusters_keep_longest_then_smallest_id() -> None:
+    ids = ["a", "a_long", "b2", "b1", "c"]
+    out = _run(ids, [A, A_LONGER, B, B, C])
+    assert out["a_long"]["verdict"] == "kept" and out["a"]["verdict"] == "dropped"
+    assert out["a"]["kept_id"] == "a_long"
+    assert out["a"]["jaccard"] == pytest.approx(_jaccard5(A, A_LONGER))
+    assert out["a"]["cluster_id"] == out["a_long"]["cluster_id"] == "a"
+    assert out["a"]["cluster_size"] == 2
+    assert (out["b1"]["verdict"], out["b2"]["verdict"], out["b2"]["kept_id"]) == ("kept", "dropped", "b1")
+    assert out["b2"]["jaccard"] == 1.0
+    assert out["c"] == {
+        "sample_id": "c",
+        "verdict": "kept",
+        "cluster_id": None,
+        "kept_id": None,
+        "jaccard": None,
+        "cluster_size": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("survivor", "kept"), [("longest", "z_long"), ("shortest", "y_short"), ("smallest_id", "x_mid")]
+)
+def test_survivor_policies(survivor: str, kept: str) -> None:
+    out = _run(["z_long", "y_short", "x_mid"], [A_LONGER + " more", A, A_LONGER], survivor=survivor)
+    assert [sid for sid, row in out.items() if row["verdict"] == "kept"] == [kept]
+    assert {row["kept_id"] for row in out.values() if row["verdict"] == "dropped"} == {kept}
+
+
+def test_published_samples_always_survive() -> None:
+    out = _run(["a", "a_long"], [A, A_LONGER], published=[True, False])
+    assert out["a"]["verdict"] == "kept" and out["a_long"]["verdict"] == "dropped"
+    assert out["a_long"]["kept_id"] == "a"
+
+    ids, texts = ["p1", "p2", "new_longest"], [A, A, A_LONGER + " more"]
+    out = _run(ids, texts, published=[True, True, False])
+    assert [out[i]["verdict"] for i in ids] == ["kept", "kept", "dropped"]
+    assert out["new_longest"]["kept_id"] == "p1"
+    assert out["p2"]["cluster_size"] == 3
+
+
+def test_verification_rejects_bucket_sharing_below_threshold() -> None:
+    far = _edit(A, 6, seed=5)
+    assert 0.25 < _jaccard5(A, far) < 0.7
+    loose = {"bands": 64, "rows": 2}
+    assert _run(["a", "far"], [A, far], verify="none", **loose)["a"]["cluster_size"] == 2
+    for verify in ("estimate", "exact"):
+        out = _run(["a", "far"], [A, far], verify=verify, **loose)
+        assert [row["verdict"] for row in out.values()] == ["kept", "kept"]
+        assert out["a"]["cluster_size"] == 1
+
+
+def test_exact_and_estimated_jaccard_of_dropped_samples() -> None:
+    near = _edit(A, 1, seed=9)
+    # "near" is longer (its edited word is), so "a" is the dropped one.
+    exact = _run(["a", "near"], [A, near], threshold=0.7, verify="exact")["a"]
+    assert exact["jaccard"] == pytest.approx(_jaccard5(A, near))
+    params = MinHashParams(threshold=0.7, verify="estimate")
+    est = _run(["a", "near"], [A, near], threshold=0.7, verify="estimate")["a"]
+    sigs = signatures(pa.array([A, near]), params)
+    assert est["jaccard"] == estimated_jaccard(sigs, np.array([0]), np.array([1]))[0]
+    m1, m2 = (MinHash(num_perm=128, seed=1, hashvalues=s, scheme="affine32") for s in sigs)
+    assert est["jaccard"] == m1.jaccard(m2)
+
+
+def test_exact_verification_needs_texts() -> None:
+    params = MinHashParams()
+    with pytest.raises(ValueError, match="texts"):
+        dedupe(_table(["a", "b"], [A, A], params), params)
+
+
+def test_chinese_near_duplicates() -> None:
+    base = "这是一个用于测试中文近似重复检测的句子，它包含足够多的汉字以形成很多字符五元组。"
+    out = _run(
+        ["z1", "z2", "z3"], [base, base + "附加", "完全不同的另一段中文文本内容，没有任何共同之处可言啊。"]
+    )
+    assert out["z1"]["verdict"] == "dropped" and out["z1"]["kept_id"] == "z2"
+    assert out["z3"]["cluster_id"] is None
+
+
+def test_lineage_records() -> None:
+    ids = ["a", "a_long", "c"]
+    params = MinHashParams()
+    decisions = dedupe(_table(ids, [A, A_LONGER, C], params), params, texts=pa.array([A, A_LONGER, C]))
+    records = lineage_records(decisions, "minhash_dedupe", "1")
+    assert records.schema == LINEAGE_SCHEMA
+    rows = {r["sample_id"]: r for r in records.to_pylist()}
+    dropped = rows["a"]
+    assert (dropped["verdict"], dropped["reason"], dropped["related_ids"]) == (
+        "dropped",
+        "near_duplicate",
+        ["a_long"],
+    )
+    dup = dropped["detail"]["duplicate"]
+    assert dup["method"] == "minhash" and dup["kept_id"] == "a_long" and dup["cluster_size"] == 2
+    assert dup["jaccard"] == pytest.approx(_jaccard5(A, A_LONGER))
+    assert rows["a_long"]["detail"]["duplicate"]["kept_id"] == "a_long"
+    assert rows["a_long"]["related_ids"] is None and rows["c"]["detail"] is None
+
+
+def test_signature_table_roundtrip_and_refusal() -> None:
+    params = MinHashParams()
+    texts = [A, B, C]
+    table = _table(["a", "b", "c"], texts, params)
+    assert table.schema == SIGNATURE_SCHEMA
+    assert table.column("text_length").to_pylist() == [len(t) for t in texts]
+    sigs, bands = load_signatures(table, params)
+    np.testing.assert_array_equal(sigs, signatures(pa.array(texts), params))
+    np.testing.assert_array_equal(bands, band_hashes(sigs, 12, 10))
+    _, rebanded = load_signatures(table, MinHashParams(bands=16, rows=8))
+    np.testing.assert_array_equal(rebanded, band_hashes(sigs, 16, 8))
+    with pytest.raises(ValueError, match="seed=2"):
+        load_signatures(table, MinHashParams(seed=2))
+
+
+def test_signature_table_survives_a_delta_roundtrip(tmp_path: Path) -> None:
+    deltalake = pytest.importorskip("deltalake")
+    params = MinHashParams()
+    table = _table(["a", "b", "c"], [A, B, "short"], params)
+    deltalake.write_deltalake(str(tmp_path), table)
+    fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    loaded = deltalake.DeltaTable(str(tmp_path)).to_pyarrow_dataset(filesystem=fs).to_table()
+    for got, expected in zip(load_signatures(loaded, params), load_signatures(table, params), strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_incremental_against_published_signatures() -> None:
+    params = MinHashParams()
+    old_ids, old_texts = (
+        ["old_a", "old_b", *(f"old_{i}" for i in range(20))],
+        [A, B, *(_doc(100 + i) for i in range(20))],
+    )
+    published = _table(old_ids, old_texts, params)
+    new_ids, new_texts = (
+        ["new_a_long", "new_c", "new_c_copy", "new_b_edit"],
+        [A_LONGER, C, C, _edit(B, 1, seed=3)],
+    )
+    new = _table(new_ids, new_texts, params)
+    out = dedupe_incremental(
+        new, published, params, new_texts=pa.array(new_texts), published_texts=pa.array(old_texts)
+    )
+    rows = {r["sample_id"]: r for r in out.to_pylist()}
+    assert out.column("sample_id").to_pylist() == new_ids
+    assert rows["new_a_long"]["verdict"] == "dropped" and rows["new_a_long"]["kept_id"] == "old_a"
+    assert rows["new_b_edit"]["kept_id"] == "old_b"
+    assert rows["new_b_edit"]["jaccard"] == pytest.approx(_jaccard5(B, _edit(B, 1, seed=3)))
+    assert (rows["new_c"]["verdict"], rows["new_c_copy"]["verdict"]) == ("kept", "dropped")
+
+    # An engine may load only the published rows (and texts) that share a bucket.
+    rows = published_candidates(new, published, params)
+    assert sorted(published.column("sample_id").take(pa.array(rows)).to_pylist()) == ["old_a", "old_b"]
+    narrow = dedupe_incremental(
+        new,
+        published.take(pa.array(rows)),
+        params,
+        new_texts=pa.array(new_texts),
+        published_texts=pa.array(old_texts).take(pa.array(rows)),
+    )
+    assert narrow == out
+
+    # Same decisions as one full run over both tables with the old rows flagged published.
+    full = dedupe(
+        pa.concat_tables([new, published]).append_column("published", pa.array([False] * 4 + [True] * 22)),
+        params,
+        texts=pa.array(new_texts + old_texts),
+    ).slice(0, 4)
+    assert full.select(["sample_id", "verdict", "kept_id", "jaccard"]) == out.select(
+        ["sample_id", "verdict", "kept_id", "jaccard"]
+    )
+
+
+def test_decide_on_a_subset_of_components_with_global_labels() -> None:
+    # An engine may call decide per group of complete components, with labels from a global run.
+    decisions = decide(
+        pa.array(["d", "c", "b", "a"]),
+        np.array([10**9, 10**9, 7, 7]),
+        np.array([5, 9, 1, 1]),
+        np.array([False, False, False, False]),
+        "longest",
+        lambda rows, kept: np.full(len(rows), 0.9),
+    )
+    rows = decisions.to_pylist()
+    assert [(r["verdict"], r["kept_id"], r["cluster_id"]) for r in rows] == [
+        ("dropped", "c", "c"),
+        ("kept", None, "c"),
+        ("dropped", "a", "a"),
+        ("kept", None, "a"),
+    ]
+
+
+def test_empty_input() -> None:
+    params = MinHashParams()
+    empty = _table([], [], params)
+    assert dedupe(empty, params, texts=pa.array([], pa.string())).num_rows == 0
+
+
+def test_params_validation() -> None:
+    with pytest.raises(ValueError, match="unknown"):
+        MinHashParams.from_dict({"treshold": 0.8})
+    for bad in (
+        {"verify": "maybe"},
+        {"script": "thai"},
+        {"threshold": 0},
+        {"ngram": 0},
+        {"survivor": "random"},
+    ):
+        with pytest.raises(ValueError):
+            MinHashParams(**bad)

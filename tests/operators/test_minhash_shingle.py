@@ -1,0 +1,129 @@
+"""Normalisation, shingling and script detection."""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from operators.minhash import MinHashParams, shingle_hashes
+from operators.minhash.normalize import fold, punct_or_symbol_table
+from operators.minhash.shingle import is_space
+
+
+def _doc_hashes(texts: list[str], **kw: object) -> list[np.ndarray]:
+    hashes, offsets, _ = shingle_hashes(pa.array(texts, pa.string()), MinHashParams(**kw))
+    return [hashes[offsets[i] : offsets[i + 1]] for i in range(len(texts))]
+
+
+def _py_shingles(text: str, n: int, cjk: bool) -> set[str]:
+    norm = unicodedata.normalize("NFKC", text).lower()
+    norm = "".join(ch for ch in norm if unicodedata.category(ch)[0] not in "PS")
+    units = list("".join(norm.split())) if cjk else norm.split()
+    if len(units) < n:
+        return {"\x00".join(units)}
+    return {"\x00".join(units[i : i + n]) for i in range(len(units) - n + 1)}
+
+
+def test_fold_is_nfkc_then_lower() -> None:
+    assert fold(pa.array(["Ｆｕｌｌ-Width «Quotes» ½ ™", None])).to_pylist() == [
+        "full-width «quotes» 1⁄2 tm",
+        "",
+    ]
+
+
+def test_punct_or_symbol_table_flags_categories_p_and_s() -> None:
+    table = punct_or_symbol_table()
+    for ch in ",.!?-«»()[]&$€+=<>|~^`'\"、。，：！⁄™😀":
+        assert table[ord(ch)], ch
+    for ch in "aZ09éß中あ한 \n_":
+        assert table[ord(ch)] == (ch == "_"), ch  # "_" is Pc (connector punctuation)
+
+
+def test_punctuation_and_symbols_are_deleted_not_split_on() -> None:
+    a, b, c = _doc_hashes(["foo-bar baz ½ qux!", "foobar baz 12 qux", "foo bar baz 12 qux"], ngram=2)
+    np.testing.assert_array_equal(a, b)
+    assert len(c) == len(a) + 1
+
+
+def test_case_punctuation_and_whitespace_do_not_change_shingles() -> None:
+    a, b = _doc_hashes(
+        ["Hello, world! This is   a test of shingles.", "hello world this is a\u3000test of SHINGLES"]
+    )
+    np.testing.assert_array_equal(a, b)
+
+
+def test_word_ngrams_count_and_short_document_yields_one_shingle() -> None:
+    seven, short, empty = _doc_hashes(["a b c d e f g", "only three words", "   "], ngram=5, script="latin")
+    assert len(seven) == 3
+    assert len(short) == 1
+    assert len(empty) == 1
+    assert short[0] != empty[0]
+
+
+def test_word_order_matters() -> None:
+    a, b = _doc_hashes(["one two three", "three two one"], ngram=3)
+    assert a[0] != b[0]
+
+
+def test_cjk_character_ngrams_ignore_whitespace() -> None:
+    (hashes,), (spaced,) = _doc_hashes(["我们今天去公园散步"]), _doc_hashes(["我们 今天\n去公园 散步"])
+    assert len(hashes) == 9 - 5 + 1
+    np.testing.assert_array_equal(hashes, spaced)
+
+
+def test_script_detection_per_document_and_forced() -> None:
+    texts = pa.array(
+        [
+            "这是一个中文句子，里面有 Debian 这个词",
+            "An English sentence with 一个 word",
+            "日本語のテキストです",
+            "한국어 문장입니다",
+        ]
+    )
+    _, _, cjk = shingle_hashes(texts, MinHashParams())
+    assert cjk.tolist() == [True, False, True, True]
+    _, _, forced = shingle_hashes(texts, MinHashParams(script="latin"))
+    assert not forced.any()
+    _, _, forced = shingle_hashes(texts, MinHashParams(script="cjk"))
+    assert forced.all()
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "cjk"),
+    [
+        (
+            "the cat sat on the mat and then the dog sat on the log",
+            "the cat sat on the mat and then a dog sat on a log",
+            False,
+        ),
+        (
+            "Debian package: libfoo-dev (development files) for foo",
+            "Debian package libfoo1 runtime files for foo",
+            False,
+        ),
+        ("中文文本去重测试，这是一个很长的句子。", "中文文本去重测试：这是一个很短的句子！", True),
+    ],
+)
+def test_hash_set_jaccard_equals_string_set_jaccard(left: str, right: str, cjk: bool) -> None:
+    a, b = (set(h.tolist()) for h in _doc_hashes([left, right], ngram=3))
+    sa, sb = _py_shingles(left, 3, cjk), _py_shingles(right, 3, cjk)
+    assert (len(a), len(b)) == (len(sa), len(sb))
+    assert len(a & b) / len(a | b) == pytest.approx(len(sa & sb) / len(sa | sb))
+
+
+def test_is_space_is_str_isspace() -> None:
+    mismatches = [cp for cp in range(sys.maxunicode + 1) if is_space(cp) != chr(cp).isspace()]
+    assert mismatches == []
+
+
+def test_sliced_and_large_string_inputs() -> None:
+    texts = ["alpha beta gamma delta epsilon zeta", "eta theta iota kappa lambda mu", "nu xi omicron pi rho"]
+    whole = _doc_hashes(texts)
+    sliced_h, sliced_o, _ = shingle_hashes(pa.array(texts).slice(1, 2), MinHashParams())
+    np.testing.assert_array_equal(sliced_h[sliced_o[0] : sliced_o[1]], whole[1])
+    large_h, _, _ = shingle_hashes(pa.array(texts, pa.large_string()), MinHashParams())
+    np.testing.assert_array_equal(large_h, np.concatenate(whole))

@@ -1,0 +1,178 @@
+"""Release replicas across tiers: copy, move, verify, resume after SIGKILL, and Ceph for real."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+from sqlalchemy import select
+
+import lineage
+from lineage.catalog import Catalog, Replica
+from lineage.releases import get_release, publish
+from lineage.replicas import copy_release, move_release, verify_release
+from lineage.settings import Settings, TierConfig
+from pipelines.runner import Runner
+from pipelines.spec import PipelineSpec
+from storage.tier import get_tier
+from tests.conftest import write_jsonl
+from tests.fixtures_ceph import CephS3
+
+
+@pytest.fixture
+def cold(settings: Settings, tmp_path: Path) -> str:
+    settings.tiers.append(TierConfig(name="cold", kind="posix", root=str(tmp_path / "cold-tier"), tier_class="cold"))
+    return "cold"
+
+
+@pytest.fixture
+def release(tmp_path: Path, settings: Settings, catalog: Catalog) -> str:
+    """A release spread over several files, so copies can be interrupted between files."""
+    settings.parquet_file_rows = 40
+    settings.parquet_row_group_rows = 20
+    write_jsonl(tmp_path / "src" / "d.jsonl", [{"id": i, "text": f"text of document {i} " * 20} for i in range(200)])
+    spec = PipelineSpec.model_validate(
+        {
+            "name": "r",
+            "inputs": [{"dataset": "d", "path": str(tmp_path / "src"), "id_field": "id"}],
+            "output": {"dataset": "d"},
+        }
+    )
+    Runner(settings, catalog).run(spec)
+    publish(catalog, settings, "d@v1")
+    return "d@v1"
+
+
+def replicas(catalog: Catalog, ref: str) -> dict[str, Replica]:
+    with catalog.session() as s:
+        release = get_release(s, ref)
+        return {r.tier: r for r in s.scalars(select(Replica).where(Replica.release_id == release.id))}
+
+
+def sample_ids(settings: Settings, ref: str, **kw) -> list[str]:
+    reader = lineage.open_release(ref, settings=settings, columns=["sample_id"], shuffle=False, **kw)
+    return [x for b in reader for x in b.column("sample_id").to_pylist()]
+
+
+def test_copy_is_verified_self_contained_and_readable(
+    release: str, cold: str, settings: Settings, catalog: Catalog
+) -> None:
+    out = copy_release(catalog, settings, release, cold)
+    assert out.state == "verified" and out.copied == 5 and out.skipped == 0
+    reps = replicas(catalog, release)
+    assert reps["local"].primary and reps["local"].state == "verified"
+    replica = reps[cold]
+    assert replica.state == "verified" and len(replica.files) == 5 and replica.verified_at is not None
+    assert all(f.verified_at for f in replica.files)
+    # a self-contained Delta table whose version 0 is exactly the release
+    tier = get_tier(cold, settings)
+    table = DeltaTable(tier.uri(replica.table_path))
+    assert table.version() == 0 and table.to_pyarrow_table().num_rows == 200
+    assert sample_ids(settings, release, prefer_tier=cold) == sample_ids(settings, release)
+    again = copy_release(catalog, settings, release, cold)
+    assert again.copied == 0, "copying an existing verified replica is a no-op"
+
+
+def test_verify_catches_corruption(release: str, cold: str, settings: Settings, catalog: Catalog) -> None:
+    copy_release(catalog, settings, release, cold)
+    replica = replicas(catalog, release)[cold]
+    first = replica.files[0].path
+    victim = Path(get_tier(cold, settings).path(replica.table_path, first))
+    victim.write_bytes(victim.read_bytes()[:-10])
+    out = verify_release(catalog, settings, release, cold)
+    assert out.state == "corrupt" and list(out.problems) == [first]
+    assert replicas(catalog, release)[cold].state == "corrupt"
+    # the reader no longer uses the corrupt copy, even when preferred
+    assert len(sample_ids(settings, release, prefer_tier=cold)) == 200
+
+
+def test_move_removes_only_files_no_other_release_needs(
+    release: str, cold: str, settings: Settings, catalog: Catalog
+) -> None:
+    publish(catalog, settings, "d@also")  # another published release of the same files
+    out = move_release(catalog, settings, release, cold)
+    assert out.removed_from == "local" and out.deleted_files == 0
+    assert replicas(catalog, release)["local"].state == "removed"
+    assert len(sample_ids(settings, "d@also")) == 200, "the other release still reads its files"
+
+    out = move_release(catalog, settings, "d@also", cold)
+    assert out.deleted_files == 5
+    assert sample_ids(settings, "d@also") == sample_ids(settings, release)  # both read from cold now
+
+
+def _cli(home: Path, config: Path, *args: str, pause: str | None = None) -> subprocess.Popen:
+    env = {**os.environ, "LINEAGE_HOME": str(home), "LINEAGE_CONFIG": str(config)}
+    if pause:
+        env |= {"LINEAGE_PAUSE_AT": pause, "LINEAGE_PAUSE_MARKER": str(home / f"paused-{pause}")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "lineage", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def _kill_at(proc: subprocess.Popen, marker: Path) -> None:
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, "never paused"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("action", ["copy", "move"])
+def test_sigkill_midway_leaves_source_intact_catalog_truthful_and_rerun_resumes(
+    action: str, release: str, cold: str, settings: Settings, catalog: Catalog, home: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "lineage.toml"
+    cold_root = settings.tier_config(cold).root
+    config.write_text(
+        f'[[tiers]]\nname = "cold"\nkind = "posix"\nroot = "{cold_root}"\nclass = "cold"\nparquet_file_rows = 40\n'
+    )
+    before = {f.path: f.xxh3_128 for f in replicas(catalog, release)["local"].files}
+    primary = get_tier("local", settings)
+    table_path = replicas(catalog, release)["local"].table_path
+
+    pause = "replica.file_verified" if action == "copy" else "replica.before_delete"
+    proc = _cli(home, config, "tier", action, release, "--to", cold, "--workers", "1", pause=pause)
+    _kill_at(proc, home / f"paused-{pause}")
+
+    reps = replicas(catalog, release)
+    from storage.checksum import file_digest
+
+    assert {p: file_digest(primary, table_path, p).hexdigest for p in before} == before, "source intact"
+    if action == "copy":
+        assert reps[cold].state == "copying" and len(reps[cold].files) == 1  # exactly what was proven
+        assert reps["local"].state == "verified"
+    else:
+        assert reps[cold].state == "verified" and reps["local"].state == "removing"
+
+    rerun = _cli(home, config, "tier", action, release, "--to", cold, "--workers", "1")
+    out = rerun.communicate(timeout=120)[0]
+    assert rerun.returncode == 0, out
+    reps = replicas(catalog, release)
+    assert reps[cold].state == "verified"
+    if action == "copy":
+        assert "copied 4 files" in out and "1 already verified" in out
+    else:
+        assert reps["local"].state == "removed" and "removed 5 files from local" in out
+    assert len(sample_ids(settings, release, prefer_tier=cold)) == 200
+
+
+def test_copy_to_a_real_ceph_tier_and_read_back(
+    release: str, settings: Settings, catalog: Catalog, ceph_s3: CephS3
+) -> None:
+    settings.tiers.append(ceph_s3.tier_config(name="ceph"))
+    out = copy_release(catalog, settings, release, "ceph")
+    assert out.state == "verified" and out.copied == 5
+    assert verify_release(catalog, settings, release, "ceph").state == "verified"
+    tier = get_tier("ceph", settings)
+    replica = replicas(catalog, release)["ceph"]
+    assert DeltaTable(tier.uri(replica.table_path), storage_options=tier.storage_options).version() == 0
+    assert sample_ids(settings, release, prefer_tier="ceph") == sample_ids(settings, release)
+    assert {f.xxh3_128 for f in replica.files} == {f.xxh3_128 for f in replicas(catalog, release)["local"].files}
