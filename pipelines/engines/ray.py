@@ -23,6 +23,7 @@ import xxhash
 from lineage.settings import Settings
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.engines.distributed import DistributedEngine
+from pipelines.engines.ray_components import connected_components as components_on_ray
 from pipelines.engines.spark import project_path
 from pipelines.engines.tasks import DROPPED_SCHEMA, Group, Ingest, Maps, ReadFiles, WriteSorted
 from storage.tier import Tier
@@ -156,6 +157,11 @@ class RayEngine(DistributedEngine):
 
     def parallelism(self) -> int:
         return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def connected_components(self, edges: ray.data.Dataset, partitions: int | None = None) -> ray.data.Dataset:
+        """``(node, component = smallest node id)`` of an edge dataset ``(src, dst)``."""
+        refs = edges.to_arrow_refs()
+        return ray.data.from_arrow_refs(components_on_ray(refs, partitions or self.parallelism()))
 
     @staticmethod
     def _manifests(ds: ray.data.Dataset) -> list[pa.Table]:

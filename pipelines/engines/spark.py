@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 import pipelines
 from lineage.settings import Settings
 from operators.schema import SAMPLE_SCHEMA
+from pipelines import components
 from pipelines.engines.distributed import DistributedEngine
 from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, Maps, ReadFiles, WriteSorted
 from storage.tier import Tier
@@ -83,6 +85,39 @@ def _per_batch(task: Callable[..., pa.Table]) -> Callable[[Iterator[pa.RecordBat
     return run
 
 
+def _kernel(fn: Callable[[pa.Table], pa.Table]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A connected-components kernel over one whole partition."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = pa.Table.from_batches(list(batches))
+        if table.num_rows:
+            yield from fn(table.select([components.SRC, components.DST])).to_batches()
+
+    return run
+
+
+def connected_components(edges: DataFrame, partitions: int) -> DataFrame:
+    """``(node, component = smallest node id)`` for the nodes of an edge frame ``(src, dst)``.
+
+    Large-star / small-star rounds: each is a ``repartition`` by node (a shuffle) and a kernel
+    per partition; every round's result is checkpointed, so plans do not grow with rounds.
+    """
+    src, dst = components.SRC, components.DST
+    id_type = to_arrow_type(edges.schema[src].dataType)
+    schema = from_arrow_schema(components.output_schema(id_type))
+    current = edges.select(src, dst)
+    for rounds in range(1, components.MAX_ROUNDS + 1):
+        both = current.union(current.select(F.col(dst).alias(src), F.col(src).alias(dst)))
+        star = both.repartition(partitions, src).mapInArrow(_kernel(components.large_star), schema)
+        star = star.localCheckpoint(eager=True)
+        if (star.agg(F.sum(components.UNSTABLE)).first()[0] or 0) == 0:
+            log.info("connected components: converged after %d rounds", rounds)
+            return star.filter(F.col(src).isNotNull()).select(F.col(src).alias("node"), F.col(dst).alias("component"))
+        links = star.filter(F.col(src).isNotNull() & (F.col(src) != F.col(dst))).select(src, dst)
+        current = links.repartition(partitions, src).mapInArrow(_kernel(components.small_star), schema).select(src, dst)
+    raise RuntimeError(f"connected components did not converge in {components.MAX_ROUNDS} rounds")
+
+
 class SparkEngine(DistributedEngine):
     name = "spark"
 
@@ -96,6 +131,10 @@ class SparkEngine(DistributedEngine):
 
     def parallelism(self) -> int:
         return max(1, self.spark.sparkContext.defaultParallelism)
+
+    def connected_components(self, edges: DataFrame, partitions: int | None = None) -> DataFrame:
+        """``(node, component)`` of an edge frame ``(src, dst)``; see :func:`connected_components`."""
+        return connected_components(edges, partitions or self.parallelism())
 
     def _manifests(self, df: DataFrame) -> list[pa.Table]:
         return [df.toArrow().cast(MANIFEST_SCHEMA)]
