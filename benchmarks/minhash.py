@@ -87,8 +87,7 @@ def print_table(header: list[str], rows: list[list[object]], left: int = 1) -> N
 
     def line(cells: list[str]) -> str:
         padded = [
-            str(c).ljust(w) if i < left else str(c).rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
         ]
         return "| " + " | ".join(padded) + " |"
 
@@ -187,10 +186,7 @@ def speed(texts: list[str], rounds: int) -> dict[str, float]:
     )
     print_table(
         ["implementation", "docs/s", "vs datasketch", "vs rensa+py"],
-        [
-            [name, f"{rate:,.0f}", f"{rate / base:.1f}x", f"{rate / rensa_rate:.2f}x"]
-            for name, rate in rates.items()
-        ],
+        [[name, f"{rate:,.0f}", f"{rate / base:.1f}x", f"{rate / rensa_rate:.2f}x"] for name, rate in rates.items()],
     )
     return rates
 
@@ -263,12 +259,8 @@ def quality(en_docs: int) -> dict[str, float]:
         )
     )
     print(f"\n## Quality: duplicate pairs at Jaccard >= {THRESHOLD}")
-    print(
-        "Truth: all pairs whose exact Jaccard of shingle sets (same normalisation, plain Python) is >= 0.8."
-    )
-    print(
-        "Found: all pairs of documents sharing a reported cluster (cluster_id), via signature_batch + dedupe."
-    )
+    print("Truth: all pairs whose exact Jaccard of shingle sets (same normalisation, plain Python) is >= 0.8.")
+    print("Found: all pairs of documents sharing a reported cluster (cluster_id), via signature_batch + dedupe.")
     b, r = band_layout(default)
     print(
         f"Default: num_perm={default.num_perm}, {b}x{r} bands (weights fp={default.false_positive_weight}, "
@@ -345,9 +337,7 @@ def memory(copies: int, seed: int) -> None:
     peak_gib = usage.ru_maxrss / 2**20
     dropped = decisions.filter(pc.equal(decisions.column("verdict"), "dropped")).num_rows
     b, r = band_layout(params)
-    print(
-        f"\n## Memory: {table.num_rows:,} docs (debian_en x {copies}, 1-3 word edits per copy, seed {seed})"
-    )
+    print(f"\n## Memory: {table.num_rows:,} docs (debian_en x {copies}, 1-3 word edits per copy, seed {seed})")
     print(
         f"defaults: num_perm={params.num_perm}, {b}x{r} bands, verify={params.verify} "
         "(exact verification keeps the texts in memory: they are part of the peak)\n"
@@ -375,9 +365,7 @@ def memory(copies: int, seed: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--en-docs", type=int, default=20_000, help="English docs for speed and quality")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (fastest reported)")
     parser.add_argument("--memory", action="store_true", help="run only the 1M-document memory benchmark")

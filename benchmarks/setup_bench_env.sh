@@ -12,5 +12,5 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
 "$VENV/bin/pip" install --quiet --upgrade pip
-"$VENV/bin/pip" install --quiet -c constraints.txt -e . "${PACKAGES[@]}"
+"$VENV/bin/pip" install --quiet -e . "${PACKAGES[@]}"
 "$VENV/bin/python" -c "import datatrove, spacy, rensa; spacy.blank('en'); print('bench env ready')"

@@ -29,7 +29,7 @@ def run_demo(console: Console, settings: Settings, data_dir: Path | None = None)
         for inp in spec.inputs:
             inp.path = str(Path(data_dir).resolve() / Path(inp.path or "").name)
     catalog = Catalog(settings.catalog_url or "")
-    console.rule("[bold]1. run the pipeline (convert → exact dedupe → quality)")
+    console.rule("[bold]1. run the pipeline (convert → exact dedupe → MinHash near-dedupe → quality)")
     console.print(f"catalog: {settings.catalog_url}\ndata tier 'local': {settings.tier_config('local').root}")
     with run_progress(console) as progress:
         outcome = Runner(settings, catalog).run(spec, progress=progress)
@@ -50,12 +50,13 @@ def run_demo(console: Console, settings: Settings, data_dir: Path | None = None)
         f"{m['bytes']:,} bytes, content digest {release.content_digest}"
     )
 
-    console.rule("[bold]3. lineage of one dropped duplicate and one kept sample")
+    console.rule("[bold]3. lineage of an exact duplicate, a near-duplicate and a kept sample")
     with catalog.session() as s:
         dv = latest_version(s, outcome.dataset, outcome.version)
         dropped = example_sample_ids(dv, settings, verdict="dropped", operator="exact_dedupe")
-        kept = example_sample_ids(dv, settings, verdict="kept", operator="exact_dedupe")
-    for sample_id in dropped + kept:
+        near = example_sample_ids(dv, settings, verdict="dropped", operator="minhash_dedupe")
+        kept = example_sample_ids(dv, settings, verdict="kept", operator="quality")
+    for sample_id in dropped + near + kept:
         print_sample_lineage(sample_lineage(catalog, settings, sample_id, outcome.dataset))
     console.print(
         "\nTry: lineage release show "

@@ -87,11 +87,14 @@ def collect_garbage(
         tables: dict[tuple[str, str], set[str]] = {}
         for dv in versions:
             tier = get_tier(dv.tier, settings)
-            for path, version in (
+            pinned = [
                 (dv.data_path, dv.data_delta_version),
                 (dv.lineage_path, dv.lineage_delta_version),
                 (dv.quarantine_path, dv.quarantine_delta_version),
-            ):
+            ]
+            if dv.signatures_path is not None and dv.signatures_delta_version is not None:
+                pinned.append((dv.signatures_path, dv.signatures_delta_version))
+            for path, version in pinned:
                 protected = tables.setdefault((dv.tier, path), set())
                 protected.update(f["path"] for f in version_files(tier, path, version))
     for tier_name, table_path in _tables_on_tiers(settings):

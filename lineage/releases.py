@@ -54,6 +54,11 @@ def build_manifest(dv: DatasetVersion, run: Run | None, settings: Settings) -> d
         "data": {"table": dv.data_path, "delta_version": dv.data_delta_version},
         "lineage": {"table": dv.lineage_path, "delta_version": dv.lineage_delta_version},
         "quarantine": {"table": dv.quarantine_path, "delta_version": dv.quarantine_delta_version},
+        "signatures": (
+            {"table": dv.signatures_path, "delta_version": dv.signatures_delta_version}
+            if dv.signatures_path is not None
+            else None
+        ),
         "row_count": dv.row_count,
         "bytes": sum(f["size"] for f in files),
         "schema": dv.schema,

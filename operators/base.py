@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -107,3 +107,39 @@ class GroupOperator(Operator):
 
     @abstractmethod
     def decide(self, groups: pa.Table) -> pa.RecordBatch: ...
+
+
+class ClusterOperator(Operator):
+    """Near-duplicate clustering over the whole input (MinHash LSH).
+
+    Engines schedule it in stages, none of which holds all candidate pairs:
+
+    1. ``sketch`` (a map): one sketch row per sample (signature, band hashes, text length);
+    2. the global step: in-process, ``cluster`` over all sketches; distributed engines group the
+       band hashes by bucket (star edges), verify edges, find connected components and call
+       ``decide_components`` per group of complete components;
+    3. samples the returned lineage marks ``dropped`` leave the pipeline.
+
+    ``published`` sketches (of releases already out) may join the clustering: their samples
+    always survive, so a release never loses a sample to a later one.
+    """
+
+    sketch_schema: ClassVar[pa.Schema]
+    needs_texts: ClassVar[bool] = False  # whether the global step needs the samples' texts
+
+    @abstractmethod
+    def sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch: ...
+
+    @abstractmethod
+    def cluster(
+        self,
+        sketches: pa.Table,
+        texts: pa.ChunkedArray | None = None,
+        published: pa.Table | None = None,
+        fetch_texts: Callable[[pa.Array], pa.ChunkedArray] | None = None,
+    ) -> pa.RecordBatch:
+        """Lineage records, one per row of ``sketches``, for the whole input at once.
+
+        ``texts`` are aligned with ``sketches`` (when ``needs_texts``); ``fetch_texts`` returns the
+        texts of published samples by id, in the order asked, so only candidates are loaded.
+        """

@@ -10,6 +10,7 @@ from operators.base import Operator
 _REGISTRY: dict[str, str] = {
     "convert": "operators.convert:ConvertOperator",
     "exact_dedupe": "operators.exact_dedupe:ExactDedupe",
+    "minhash_dedupe": "operators.minhash:MinHashDedupe",
     "quality": "operators.quality:DefaultQuality",
     "quality_gopher": "operators.quality:GopherQuality",
     "quality_gopher_repetition": "operators.quality:GopherRepetition",

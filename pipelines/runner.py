@@ -25,9 +25,10 @@ from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
 from operators import registry
+from operators.base import ClusterOperator
 from operators.convert import ConvertOperator, SourceSpec, plan_chunks
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
-from pipelines.engines import DatasetInput, Job, JobResult, SourceInput, TableTarget, get_engine
+from pipelines.engines import DatasetInput, Job, JobResult, PublishedRelease, SourceInput, TableTarget, get_engine
 from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.faults import checkpoint
 from pipelines.spec import InputSpec, PipelineSpec
@@ -99,7 +100,11 @@ class Runner:
         out_tier = get_tier(spec.output.tier, self.settings)
         tables = DatasetTables.for_dataset(spec.output.dataset)
         operators = [registry.build(op.name, op.params) for op in spec.operators]
+        clusters = [op for op in operators if isinstance(op, ClusterOperator)]
+        if len(clusters) > 1:
+            raise ValueError("a pipeline can have at most one near-duplicate (cluster) step")
         sources, datasets, inputs = self._resolve_inputs(spec, run_id)
+        published = self._resolve_published(clusters[0]) if clusters else []
 
         with self.catalog.session() as s:
             s.add(
@@ -129,6 +134,8 @@ class Runner:
                 quarantine=TableTarget(out_tier, tables.quarantine, run_prefix(run_id)),
                 settings=self.settings,
                 progress=progress,
+                signatures=TableTarget(out_tier, tables.signatures, run_prefix(run_id)) if clusters else None,
+                published=published,
             )
             eng = get_engine(engine_name, self.settings)
             try:
@@ -136,7 +143,7 @@ class Runner:
             finally:
                 eng.close()
             checkpoint("after_engine")
-            return self._commit(spec, run_id, out_tier, tables, result)
+            return self._commit(spec, run_id, out_tier, tables, result, clusters[0] if clusters else None)
         except BaseException as exc:
             self._fail(run_id, exc)
             raise
@@ -170,9 +177,37 @@ class Runner:
                     recorded.append({"kind": "dataset", "dataset": inp.dataset, "version": dv.version})
         return sources, datasets, recorded
 
+    def _resolve_published(self, op: ClusterOperator) -> list[PublishedRelease]:
+        """Releases a cluster step dedupes against, with their stored signatures."""
+        from lineage.releases import get_release
+
+        found = []
+        with self.catalog.session() as s:
+            for ref in getattr(op.params, "against", ()):
+                dv = get_release(s, ref).dataset_version
+                if dv.signatures_path is None or dv.signatures_delta_version is None:
+                    raise ValueError(f"release {ref} has no stored signatures (its pipeline ran no minhash_dedupe)")
+                found.append(
+                    PublishedRelease(
+                        ref,
+                        get_tier(dv.tier, self.settings),
+                        dv.signatures_path,
+                        dv.signatures_delta_version,
+                        dv.data_path,
+                        dv.data_delta_version,
+                    )
+                )
+        return found
+
     # -- commit -----------------------------------------------------------------------------
     def _commit(
-        self, spec: PipelineSpec, run_id: str, tier: Tier, tables: DatasetTables, result: JobResult
+        self,
+        spec: PipelineSpec,
+        run_id: str,
+        tier: Tier,
+        tables: DatasetTables,
+        result: JobResult,
+        cluster: ClusterOperator | None,
     ) -> RunOutcome:
         data = [describe_file(tier, tables.data, f) for f in result.data_files]
         lineage = [describe_file(tier, tables.lineage, f) for f in result.lineage_files]
@@ -184,6 +219,9 @@ class Runner:
             "lineage": commit_snapshot(tier, tables.lineage, lineage, LINEAGE_SCHEMA, meta),
             "quarantine": commit_snapshot(tier, tables.quarantine, quarantine, QUARANTINE_SCHEMA, meta),
         }
+        if cluster is not None:
+            signatures = [describe_file(tier, tables.signatures, f) for f in result.signature_files]
+            versions["signatures"] = commit_snapshot(tier, tables.signatures, signatures, cluster.sketch_schema, meta)
         checkpoint("after_delta_commit")
         row_count = sum(f.num_rows for f in data)
         with self.catalog.session() as s:  # the commit point
@@ -216,6 +254,8 @@ class Runner:
                 row_count=row_count,
                 bytes=sum(f.size for f in data),
                 quarantine_count=sum(f.num_rows for f in quarantine),
+                signatures_path=tables.signatures if "signatures" in versions else None,
+                signatures_delta_version=versions.get("signatures"),
                 schema={
                     "fields": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in SAMPLE_SCHEMA]
                 },

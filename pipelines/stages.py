@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lineage.records import stamp
-from operators.base import GroupOperator, MapOperator, Operator, OperatorOutput, SourceOperator
+from operators.base import ClusterOperator, GroupOperator, MapOperator, Operator, OperatorOutput, SourceOperator
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Segment:
-    """Map steps that run fused, optionally preceded by one group step."""
+    """Map steps that run fused, optionally preceded by one barrier step (group or cluster)."""
 
     group: Step | None
     maps: tuple[Step, ...]
@@ -36,7 +36,7 @@ def segments(operators: Sequence[Operator]) -> list[Segment]:
     group: Step | None = None
     maps: list[Step] = []
     for index, op in enumerate(operators, start=1):
-        if isinstance(op, GroupOperator):
+        if isinstance(op, GroupOperator | ClusterOperator):
             out.append(Segment(group, tuple(maps)))
             group, maps = Step(index, op), []
         elif isinstance(op, MapOperator):

@@ -18,19 +18,20 @@ def check_name(name: str, what: str = "dataset") -> str:
 
 @dataclass(frozen=True)
 class DatasetTables:
-    """Tier-relative paths of the three Delta tables of a dataset."""
+    """Tier-relative paths of a dataset's Delta tables (signatures only when MinHash ran)."""
 
     data: str
     lineage: str
     quarantine: str
+    signatures: str
 
     @classmethod
     def for_dataset(cls, name: str) -> DatasetTables:
         base = f"datasets/{check_name(name)}"
-        return cls(f"{base}/data", f"{base}/lineage", f"{base}/quarantine")
+        return cls(f"{base}/data", f"{base}/lineage", f"{base}/quarantine", f"{base}/signatures")
 
-    def all(self) -> tuple[str, str, str]:
-        return (self.data, self.lineage, self.quarantine)
+    def all(self) -> tuple[str, str, str, str]:
+        return (self.data, self.lineage, self.quarantine, self.signatures)
 
 
 def run_prefix(run_id: str) -> str:

@@ -77,6 +77,9 @@ class DatasetVersion(Base):
     bytes: Mapped[int] = mapped_column(BigInteger)
     quarantine_count: Mapped[int] = mapped_column(BigInteger, default=0)
     schema: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
+    # MinHash signatures of the output samples (when the pipeline ran a cluster operator)
+    signatures_path: Mapped[str | None] = mapped_column(String(500), default=None)
+    signatures_delta_version: Mapped[int | None] = mapped_column(Integer, default=None)
     created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
     dataset: Mapped[Dataset] = relationship(back_populates="versions", default=None, repr=False)
 

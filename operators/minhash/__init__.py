@@ -16,6 +16,7 @@ stages: ``signature_batch`` (map), ``star_edges`` per (band, bucket) group,
 from operators.minhash.components import connected_components
 from operators.minhash.dedupe import cluster_labels, dedupe, dedupe_incremental, published_candidates
 from operators.minhash.lsh import band_hashes, band_layout, candidate_edges, optimal_bands, star_edges
+from operators.minhash.operator import MinHashDedupe, MinHashDedupeParams
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
 from operators.minhash.signature import permutations, signatures, signatures_from_hashes
@@ -33,6 +34,8 @@ __all__ = [
     "DECISION_SCHEMA",
     "SIGNATURE_FORMAT_VERSION",
     "SIGNATURE_SCHEMA",
+    "MinHashDedupe",
+    "MinHashDedupeParams",
     "MinHashParams",
     "band_hashes",
     "band_layout",

@@ -122,9 +122,7 @@ def _published(table: pa.Table) -> np.ndarray:
     return table.column("published").fill_null(False).to_numpy().astype(bool)
 
 
-def dedupe(
-    table: pa.Table, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | None = None
-) -> pa.Table:
+def dedupe(table: pa.Table, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | None = None) -> pa.Table:
     """Decisions (``survivors.DECISION_SCHEMA``, input order) for every row of ``table``.
 
     ``table`` has the ``store.SIGNATURE_SCHEMA`` columns and optionally a boolean ``published``

@@ -52,9 +52,7 @@ def band_layout(params: MinHashParams) -> tuple[int, int]:
     """The explicit ``(bands, rows)`` of ``params``, or the optimum for its threshold and weights."""
     if params.bands is not None and params.rows is not None:
         return params.bands, params.rows
-    return optimal_bands(
-        params.threshold, params.num_perm, params.false_positive_weight, params.false_negative_weight
-    )
+    return optimal_bands(params.threshold, params.num_perm, params.false_positive_weight, params.false_negative_weight)
 
 
 @numba.njit(cache=True)

@@ -48,6 +48,18 @@ class DatasetInput:
     delta_version: int
 
 
+@dataclass(frozen=True)
+class PublishedRelease:
+    """A release whose stored MinHash signatures new samples are deduplicated against."""
+
+    ref: str
+    tier: Tier
+    signatures_table: str
+    signatures_version: int
+    data_table: str
+    data_version: int
+
+
 @dataclass
 class Job:
     run_id: str
@@ -59,6 +71,8 @@ class Job:
     quarantine: TableTarget
     settings: Settings
     progress: ProgressFn = _no_progress
+    signatures: TableTarget | None = None  # where a cluster step's sketches of kept samples go
+    published: list[PublishedRelease] = field(default_factory=list)
 
 
 @dataclass
@@ -68,6 +82,7 @@ class JobResult:
     data_files: list[str] = field(default_factory=list)
     lineage_files: list[str] = field(default_factory=list)
     quarantine_files: list[str] = field(default_factory=list)
+    signature_files: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
 
 

@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lineage.records import LINEAGE_SCHEMA, Verdict
+from lineage.records import LINEAGE_SCHEMA, Verdict, stamp
 from lineage.settings import Settings
-from operators.base import GroupOperator
+from operators.base import ClusterOperator, GroupOperator
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
@@ -79,9 +79,14 @@ class LocalEngine(Engine):
         samples = self._run_maps(
             job, staging, "samples-0", self._inputs(job, lineage_w, quarantine_w, stats), segs[0].maps, lineage_w
         )
+        sketches: tuple[list[str], pa.Schema] | None = None
         for number, seg in enumerate(segs[1:], start=1):
             assert seg.group is not None
-            dropped = self._group(job, staging, con, seg.group, samples, lineage_w, f"group-{number}")
+            name = f"barrier-{number}"
+            if isinstance(seg.group.operator, ClusterOperator):
+                dropped, sketches = self._cluster(job, staging, con, seg.group, samples, lineage_w, name)
+            else:
+                dropped = self._group(job, staging, con, seg.group, samples, lineage_w, name)
             survivors = self._anti_join(con, samples, dropped)
             samples = self._run_maps(job, staging, f"samples-{number}", survivors, seg.maps, lineage_w)
 
@@ -91,7 +96,8 @@ class LocalEngine(Engine):
         lineage_out = self._write_sorted(
             con, staging, "sorted-lineage", lineage_files, "sample_id, step", LINEAGE_SCHEMA, job.lineage
         )
-        return JobResult(data_files, lineage_out, quarantine_w.close(), dict(stats))
+        signature_files = self._write_signatures(job, staging, con, sketches, samples)
+        return JobResult(data_files, lineage_out, quarantine_w.close(), signature_files, dict(stats))
 
     def _inputs(
         self, job: Job, lineage_w: PartWriter, quarantine_w: PartWriter, stats: Counter[str]
@@ -170,6 +176,93 @@ class LocalEngine(Engine):
             dropped_w.write(dropped.select(["sample_id"]))
             job.progress(f"step{step.index}.{op.name}", table.num_rows)
         return [staging.path(name, f) for f in dropped_w.close()]
+
+    def _cluster(
+        self,
+        job: Job,
+        staging: Tier,
+        con: duckdb.DuckDBPyConnection,
+        step: Step,
+        samples: list[str],
+        lineage_w: PartWriter,
+        name: str,
+    ) -> tuple[list[str], tuple[list[str], pa.Schema]]:
+        """Sketch every sample (streaming), cluster all sketches at once; return (dropped, sketches).
+
+        Texts for exact verification go to an Arrow IPC file that is memory-mapped back, so they
+        are paged in only for the samples that share a bucket with another.
+        """
+        op = step.operator
+        assert isinstance(op, ClusterOperator)
+        sketch_w = self._writer(staging, name, "sketches", op.sketch_schema)
+        text_path = Path(staging.path(name, "texts.arrow"))
+        text_path.parent.mkdir(parents=True, exist_ok=True)
+        text_schema = pa.schema([pa.field("text", pa.string())])
+        with pa.OSFile(str(text_path), "wb") as sink, pa.ipc.new_file(sink, text_schema) as texts_out:
+            for file in samples:
+                for batch in pq.ParquetFile(file).iter_batches(
+                    batch_size=self.settings.batch_rows, columns=["sample_id", "text"]
+                ):
+                    sketch_w.write(op.sketch(batch))
+                    if op.needs_texts:
+                        texts_out.write_batch(pa.record_batch([batch.column("text")], schema=text_schema))
+                    job.progress(f"step{step.index}.{op.name}.sketch", batch.num_rows)
+        sketch_files = [staging.path(name, f) for f in sketch_w.close()]
+        sketches = (
+            pq.read_table(sketch_files, schema=op.sketch_schema) if sketch_files else op.sketch_schema.empty_table()
+        )
+        with pa.memory_map(str(text_path)) as mapped:
+            texts = pa.ipc.open_file(mapped).read_all().column("text") if op.needs_texts else None
+            published = self._published_sketches(job, op)
+            decisions = op.cluster(sketches, texts, published, lambda ids: self._published_texts(job, con, ids))
+        lineage_w.write(stamp(decisions, job.run_id, step.index))
+        job.progress(f"step{step.index}.{op.name}", sketches.num_rows)
+        dropped_w = self._writer(staging, name, "dropped", _DROPPED_SCHEMA)
+        dropped_w.write(
+            decisions.filter(pc.equal(decisions.column("verdict"), Verdict.DROPPED.value)).select(["sample_id"])
+        )
+        return [staging.path(name, f) for f in dropped_w.close()], (sketch_files, op.sketch_schema)
+
+    def _published_sketches(self, job: Job, op: ClusterOperator) -> pa.Table | None:
+        tables = [version_dataset(p.tier, p.signatures_table, p.signatures_version).to_table() for p in job.published]
+        return pa.concat_tables([t.cast(op.sketch_schema) for t in tables]) if tables else None
+
+    def _published_texts(self, job: Job, con: duckdb.DuckDBPyConnection, ids: pa.Array) -> pa.ChunkedArray:
+        """Texts of published samples by id, in the order asked (only MinHash candidates are asked)."""
+        wanted = pa.table({"sample_id": ids, "_pos": pa.array(range(len(ids)), pa.int64())})
+        found = []
+        for p in job.published:
+            con.register("published_data", version_dataset(p.tier, p.data_table, p.data_version))
+            con.register("wanted", wanted)
+            found.append(
+                con.sql("SELECT w._pos, d.text FROM wanted w JOIN published_data d USING (sample_id)").to_arrow_table()
+            )
+            con.unregister("published_data")
+            con.unregister("wanted")
+        table = pa.concat_tables(found).sort_by("_pos") if found else pa.table({"_pos": [], "text": []})
+        if table.num_rows != len(ids):
+            raise RuntimeError(f"published releases hold texts for {table.num_rows} of {len(ids)} signatures")
+        return table.column("text")
+
+    def _write_signatures(
+        self,
+        job: Job,
+        staging: Tier,
+        con: duckdb.DuckDBPyConnection,
+        sketches: tuple[list[str], pa.Schema] | None,
+        samples: list[str],
+    ) -> list[str]:
+        """Sketches of the samples that made it to the output, for later incremental dedupes."""
+        if job.signatures is None or sketches is None or not sketches[0] or not samples:
+            return []
+        sketch_files, schema = sketches
+        kept = staging.path("signatures-kept.parquet")
+        con.sql(
+            f"COPY (SELECT k.* FROM read_parquet(?) k SEMI JOIN read_parquet(?) s USING (sample_id)) TO '{kept}' "
+            "(FORMAT parquet)",
+            params=[sketch_files, samples],
+        )
+        return self._write_sorted(con, staging, "sorted-signatures", [kept], "sample_id", schema, job.signatures)
 
     def _anti_join(
         self, con: duckdb.DuckDBPyConnection, samples: list[str], dropped: list[str]

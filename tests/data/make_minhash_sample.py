@@ -37,9 +37,7 @@ def similar_pairs(sets: list[frozenset[str]]) -> dict[tuple[int, int], float]:
     return pairs
 
 
-def pick(
-    path: Path, lang: str, pool: int, families: int, negatives: int, singles: int, rng: random.Random
-) -> list:
+def pick(path: Path, lang: str, pool: int, families: int, negatives: int, singles: int, rng: random.Random) -> list:
     with gzip.open(path, "rt", encoding="utf-8") as f:
         docs = [json.loads(line) for line in f if len(line) < 2000]
     docs = rng.sample(docs, min(pool, len(docs)))

@@ -42,9 +42,7 @@ def _found_pairs(texts: list[str], params: MinHashParams) -> set[tuple[int, int]
     ids = pa.array([f"{i:04d}" for i in range(len(texts))])
     table = pa.Table.from_batches([signature_batch(ids, pa.array(texts), params)])
     clusters = defaultdict(list)
-    for row, cluster in enumerate(
-        dedupe(table, params, texts=pa.array(texts)).column("cluster_id").to_pylist()
-    ):
+    for row, cluster in enumerate(dedupe(table, params, texts=pa.array(texts)).column("cluster_id").to_pylist()):
         if cluster is not None:
             clusters[cluster].append(row)
     return {pair for rows in clusters.values() for pair in itertools.combinations(rows, 2)}

@@ -59,20 +59,14 @@ B = _doc(2)
 C = _doc(3)
 
 
-def _table(
-    ids: list[str], texts: list[str], params: MinHashParams, published: list[bool] | None = None
-) -> pa.Table:
-    table = pa.Table.from_batches(
-        [signature_batch(pa.array(ids, pa.string()), pa.array(texts, pa.string()), params)]
-    )
+def _table(ids: list[str], texts: list[str], params: MinHashParams, published: list[bool] | None = None) -> pa.Table:
+    table = pa.Table.from_batches([signature_batch(pa.array(ids, pa.string()), pa.array(texts, pa.string()), params)])
     if published is not None:
         table = table.append_column("published", pa.array(published))
     return table
 
 
-def _run(
-    ids: list[str], texts: list[str], published: list[bool] | None = None, **kw: object
-) -> dict[str, dict]:
+def _run(ids: list[str], texts: list[str], published: list[bool] | None = None, **kw: object) -> dict[str, dict]:
     params = MinHashParams(**kw)
     decisions = dedupe(_table(ids, texts, params, published), params, texts=pa.array(texts))
     assert decisions.schema == DECISION_SCHEMA
@@ -153,9 +147,7 @@ def test_exact_verification_needs_texts() -> None:
 
 def test_chinese_near_duplicates() -> None:
     base = "这是一个用于测试中文近似重复检测的句子，它包含足够多的汉字以形成很多字符五元组。"
-    out = _run(
-        ["z1", "z2", "z3"], [base, base + "附加", "完全不同的另一段中文文本内容，没有任何共同之处可言啊。"]
-    )
+    out = _run(["z1", "z2", "z3"], [base, base + "附加", "完全不同的另一段中文文本内容，没有任何共同之处可言啊。"])
     assert out["z1"]["verdict"] == "dropped" and out["z1"]["kept_id"] == "z2"
     assert out["z3"]["cluster_id"] is None
 
@@ -218,9 +210,7 @@ def test_incremental_against_published_signatures() -> None:
         [A_LONGER, C, C, _edit(B, 1, seed=3)],
     )
     new = _table(new_ids, new_texts, params)
-    out = dedupe_incremental(
-        new, published, params, new_texts=pa.array(new_texts), published_texts=pa.array(old_texts)
-    )
+    out = dedupe_incremental(new, published, params, new_texts=pa.array(new_texts), published_texts=pa.array(old_texts))
     rows = {r["sample_id"]: r for r in out.to_pylist()}
     assert out.column("sample_id").to_pylist() == new_ids
     assert rows["new_a_long"]["verdict"] == "dropped" and rows["new_a_long"]["kept_id"] == "old_a"

@@ -35,8 +35,7 @@ def test_staged_pipeline_matches_in_process_dedupe() -> None:
 
     # (a) map: one signature batch per partition of 50 samples.
     parts = [
-        signature_batch(pa.array(ids[i : i + 50]), pa.array(texts[i : i + 50]), params)
-        for i in range(0, len(ids), 50)
+        signature_batch(pa.array(ids[i : i + 50]), pa.array(texts[i : i + 50]), params) for i in range(0, len(ids), 50)
     ]
     table = pa.Table.from_batches(parts)
     sigs, bands = load_signatures(table, params)
@@ -47,10 +46,7 @@ def test_staged_pipeline_matches_in_process_dedupe() -> None:
     for j in range(bands.shape[1]):
         for d in doc:
             groups[(j, int(bands[d, j]))].append(int(d))
-    edges = [
-        star_edges(np.array(members), np.full(len(members), h, np.uint64))
-        for (_, h), members in groups.items()
-    ]
+    edges = [star_edges(np.array(members), np.full(len(members), h, np.uint64)) for (_, h), members in groups.items()]
     src = np.concatenate([e[0] for e in edges])
     dst = np.concatenate([e[1] for e in edges])
 

@@ -27,9 +27,7 @@ from operators.minhash import (
         (0.7, 64, (0.1, 0.9)),
     ],
 )
-def test_optimal_bands_match_datasketch(
-    threshold: float, num_perm: int, weights: tuple[float, float]
-) -> None:
+def test_optimal_bands_match_datasketch(threshold: float, num_perm: int, weights: tuple[float, float]) -> None:
     assert optimal_bands(threshold, num_perm, *weights) == _optimal_param(threshold, num_perm, *weights)
 
 

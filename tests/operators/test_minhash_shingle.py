@@ -50,9 +50,7 @@ def test_punctuation_and_symbols_are_deleted_not_split_on() -> None:
 
 
 def test_case_punctuation_and_whitespace_do_not_change_shingles() -> None:
-    a, b = _doc_hashes(
-        ["Hello, world! This is   a test of shingles.", "hello world this is a\u3000test of SHINGLES"]
-    )
+    a, b = _doc_hashes(["Hello, world! This is   a test of shingles.", "hello world this is a\u3000test of SHINGLES"])
     np.testing.assert_array_equal(a, b)
 
 

@@ -64,6 +64,4 @@ def test_batches_do_not_change_signatures() -> None:
 
 def test_seed_changes_signatures() -> None:
     texts = pa.array(["one two three four five six"])
-    assert not np.array_equal(
-        signatures(texts, MinHashParams(seed=1)), signatures(texts, MinHashParams(seed=2))
-    )
+    assert not np.array_equal(signatures(texts, MinHashParams(seed=1)), signatures(texts, MinHashParams(seed=2)))

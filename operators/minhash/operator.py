@@ -1,0 +1,64 @@
+"""The ``minhash_dedupe`` operator: the MinHash kernel behind the cluster-operator contract."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from operators.base import ClusterOperator
+from operators.minhash.dedupe import dedupe, dedupe_incremental, published_candidates
+from operators.minhash.params import MinHashParams
+from operators.minhash.store import SIGNATURE_SCHEMA, signature_batch
+from operators.minhash.survivors import lineage_records
+
+
+@dataclass(frozen=True)
+class MinHashDedupeParams(MinHashParams):
+    """MinHash parameters, plus releases (``name@tag``) whose stored signatures new samples are
+    deduplicated against (their samples always survive)."""
+
+    against: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "against", tuple(self.against))
+
+
+class MinHashDedupe(ClusterOperator):
+    name = "minhash_dedupe"
+    version = "1"
+    Params = MinHashDedupeParams
+    sketch_schema = SIGNATURE_SCHEMA
+
+    @property
+    def params_(self) -> MinHashDedupeParams:
+        return self.params  # type: ignore[return-value]
+
+    @property
+    def needs_texts(self) -> bool:  # type: ignore[override]
+        return self.params_.verify == "exact"
+
+    def sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return signature_batch(batch.column("sample_id"), batch.column("text"), self.params_)
+
+    def cluster(
+        self,
+        sketches: pa.Table,
+        texts: pa.ChunkedArray | None = None,
+        published: pa.Table | None = None,
+        fetch_texts: Callable[[pa.Array], pa.ChunkedArray] | None = None,
+    ) -> pa.RecordBatch:
+        if published is None or published.num_rows == 0:
+            decisions = dedupe(sketches, self.params_, texts)
+        else:
+            # only published samples sharing a bucket with a new one can join its cluster
+            candidates = published.take(pa.array(published_candidates(sketches, published, self.params_)))
+            old_texts = None
+            if self.needs_texts:
+                if fetch_texts is None:
+                    raise ValueError("exact verification against published releases needs their texts")
+                old_texts = fetch_texts(candidates.column("sample_id").combine_chunks())
+            decisions = dedupe_incremental(sketches, candidates, self.params_, texts, old_texts)
+        return lineage_records(decisions, self.name, self.version)
