@@ -130,3 +130,27 @@ def split(table: pa.Table, column: str, partitions: int) -> list[pa.Table]:
     bounds = np.searchsorted(parts[order], np.arange(partitions + 1))
     ordered = table.take(pa.array(order))
     return [ordered.slice(bounds[p], bounds[p + 1] - bounds[p]) for p in range(partitions)]
+
+
+KEY, NODE = "key", "node"
+
+
+def bucket_star(table: pa.Table) -> pa.Table:
+    """Star edges ``(member, smallest member)`` of every key group with two or more members.
+
+    Input rows are ``(key, node)``, with complete key groups (one hash partition of the keys).
+    Stars keep the edge count linear in the group size; components are unchanged.
+    """
+    if table.num_rows == 0:
+        return pa.table(
+            {SRC: pa.array([], table.schema.field(NODE).type), DST: pa.array([], table.schema.field(NODE).type)}
+        )
+    (nodes,), ids = _encode(table.column(NODE))
+    keys = table.column(KEY).to_numpy()
+    order = np.lexsort((nodes, keys))
+    k, n = keys[order], nodes[order]
+    start = np.ones(len(k), dtype=bool)
+    start[1:] = k[1:] != k[:-1]
+    heads = n[np.maximum.accumulate(np.where(start, np.arange(len(n)), 0))]
+    src, dst = _pairs(n, heads)
+    return pa.table({SRC: ids.take(pa.array(src)), DST: ids.take(pa.array(dst))})

@@ -21,14 +21,16 @@ import logging
 import math
 from abc import abstractmethod
 from collections import Counter
+from collections.abc import Callable
 
 import pyarrow as pa
 
 from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings
-from operators.base import GroupOperator
+from operators.base import ClusterOperator, GroupOperator
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
+from pipelines.engines.cluster import TEXT_SCHEMA, Buckets, ClusterGroups, Sketch, WriteRows, bucket_column
 from pipelines.engines.tasks import (
     Collected,
     FileItem,
@@ -40,7 +42,7 @@ from pipelines.engines.tasks import (
     WriteSorted,
 )
 from pipelines.faults import checkpoint
-from pipelines.stages import segments
+from pipelines.stages import Step, segments
 from storage.delta import version_files
 from storage.tier import Tier
 
@@ -72,10 +74,35 @@ class DistributedEngine(Engine):
         """Shuffle ``schema``'s columns of the files by ``key``; call ``task`` once per partition."""
 
     @abstractmethod
-    def run_survivors(
-        self, tier: Tier, samples: list[str], dropped: list[str], partitions: int, task: Maps
+    def run_map(self, tier: Tier, paths: list[str], schema: pa.Schema, task: Callable[..., pa.Table]) -> list[pa.Table]:
+        """Call ``task`` on batches of ``schema``'s columns of the files."""
+
+    @abstractmethod
+    def run_filtered(
+        self,
+        tier: Tier,
+        rows: list[str],
+        schema: pa.Schema,
+        ids: list[str],
+        keep: bool,
+        partitions: int,
+        task: Callable[..., pa.Table],
     ) -> list[pa.Table]:
-        """Samples whose id is not in the ``dropped`` files, streamed through ``task``."""
+        """Rows whose ``sample_id`` is (``keep``) or is not in the ``ids`` files, streamed through ``task``."""
+
+    @abstractmethod
+    def run_cluster(
+        self,
+        tier: Tier,
+        sketches: list[str],
+        sketch_schema: pa.Schema,
+        texts: list[str] | None,
+        partitions: int,
+        buckets: Buckets,
+        task: ClusterGroups,
+    ) -> list[pa.Table]:
+        """Bucket rows -> star edges -> connected components; then ``task`` per partition of complete
+        components, on sketch rows with a ``component`` column (and ``text`` from the ``texts`` files)."""
 
     @abstractmethod
     def run_sorted(
@@ -131,23 +158,29 @@ class DistributedEngine(Engine):
         job.progress("records", rows + sum(v for k, v in stats.items() if k.startswith("quarantine.")))
         log.info("%s: ingest wrote %d samples in %d files", self.name, rows, len(sample_files))
 
+        sketched: tuple[ClusterOperator, list[str]] | None = None
         for number, seg in enumerate(segs[1:], start=1):
             assert seg.group is not None
             op = seg.group.operator
-            assert isinstance(op, GroupOperator)
             dropped = Table(tier, f"{staging}/dropped-{number}", "parts")
             survivors = Table(tier, f"{staging}/samples-{number}", "parts")
             if not sample_files:
                 break
-            key_schema = pa.schema([SAMPLE_SCHEMA.field(c) for c in op.columns])
-            group = Group(job.run_id, s, seg.group, lineage, dropped)
             parts = self._partitions(rows, s.group_partition_rows)
-            decided = Collected.of(self.run_groups(tier, sample_files, key_schema, op.key, parts, group))
+            if isinstance(op, ClusterOperator):
+                decided, sketch_files = self._cluster(job, tier, staging, number, seg.group, sample_files, parts)
+                sketched = (op, sketch_files)
+            else:
+                assert isinstance(op, GroupOperator)
+                key_schema = pa.schema([SAMPLE_SCHEMA.field(c) for c in op.columns])
+                group = Group(job.run_id, s, seg.group, lineage, dropped)
+                decided = Collected.of(self.run_groups(tier, sample_files, key_schema, op.key, parts, group))
             lineage_files += decided.paths(lineage)
             lineage_rows += decided.rows[lineage.path]
             job.progress(f"step{seg.group.index}.{op.name}", rows)
             maps = Maps(job.run_id, s, f"s{number}", seg.maps, survivors, lineage)
-            mapped = Collected.of(self.run_survivors(tier, sample_files, decided.paths(dropped), parts, maps))
+            gone = decided.paths(dropped)
+            mapped = Collected.of(self.run_filtered(tier, sample_files, SAMPLE_SCHEMA, gone, False, parts, maps))
             lineage_files += mapped.paths(lineage)
             lineage_rows += mapped.rows[lineage.path]
             sample_files, rows = mapped.paths(survivors), mapped.rows[survivors.path]
@@ -158,7 +191,52 @@ class DistributedEngine(Engine):
         lineage_out = self._write_sorted(
             tier, lineage_files, lineage_rows, LINEAGE_SCHEMA, SORT_KEYS_LINEAGE, job.lineage
         )
-        return JobResult(data, lineage_out, done.relative(quarantine), dict(stats))
+        signatures = self._signatures(job, tier, staging, sketched, sample_files, rows)
+        return JobResult(
+            data_files=data,
+            lineage_files=lineage_out,
+            quarantine_files=done.relative(quarantine),
+            signature_files=signatures,
+            stats=dict(stats),
+        )
+
+    def _cluster(
+        self, job: Job, tier: Tier, staging: str, number: int, step: Step, samples: list[str], parts: int
+    ) -> tuple[Collected, list[str]]:
+        """Sketch the samples, then cluster complete candidate components; (decisions, sketch files)."""
+        op = step.operator
+        assert isinstance(op, ClusterOperator)
+        if job.published:
+            raise NotImplementedError(f"{op.name} against published releases runs on the local engine only")
+        sketches = Table(tier, f"{staging}/sketches-{number}", "parts")
+        sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.settings, step, sketches)))
+        files = sketch_files.paths(sketches)
+        lineage = Table(tier, f"{staging}/lineage", "parts")
+        dropped = Table(tier, f"{staging}/dropped-{number}", "parts")
+        task = ClusterGroups(job.run_id, self.settings, step, lineage, dropped)
+        texts = samples if op.needs_texts else None
+        decided = self.run_cluster(tier, files, op.sketch_schema, texts, parts, Buckets(bucket_column(op)), task)
+        return Collected.of(decided), files
+
+    def _signatures(
+        self,
+        job: Job,
+        tier: Tier,
+        staging: str,
+        sketched: tuple[ClusterOperator, list[str]] | None,
+        samples: list[str],
+        rows: int,
+    ) -> list[str]:
+        """Sketches of the samples that made it to the output, for later incremental dedupes."""
+        if job.signatures is None or sketched is None or not sketched[1] or not samples:
+            return []
+        op, sketch_files = sketched
+        kept = Table(tier, f"{staging}/signatures", "parts")
+        task = WriteRows(self.settings, kept, op.sketch_schema, "kept")
+        parts = self._partitions(rows, self.settings.group_partition_rows)
+        written = self.run_filtered(tier, sketch_files, op.sketch_schema, samples, True, parts, task)
+        files = Collected.of(written).paths(kept)
+        return self._write_sorted(tier, files, rows, op.sketch_schema, SORT_KEYS_DATA, job.signatures)
 
     def _write_sorted(
         self, tier: Tier, paths: list[str], rows: int, schema: pa.Schema, keys: tuple[str, ...], target: TableTarget

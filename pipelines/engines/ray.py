@@ -10,28 +10,27 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import ray
 import ray.data
-import xxhash
 
 from lineage.settings import Settings
-from operators.schema import SAMPLE_SCHEMA
+from pipelines import components
+from pipelines.engines.cluster import COMPONENT, TEXT_SCHEMA, Buckets, ClusterGroups
 from pipelines.engines.distributed import DistributedEngine
 from pipelines.engines.ray_components import connected_components as components_on_ray
 from pipelines.engines.spark import project_path
-from pipelines.engines.tasks import DROPPED_SCHEMA, Group, Ingest, Maps, ReadFiles, WriteSorted
+from pipelines.engines.tasks import DROPPED_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
 
 PART_COLUMN = "_part"
-GONE_COLUMN = "_gone"
+SIDE_COLUMN = "_side"
 
 
 def ray_runtime(settings: Settings) -> bool:
@@ -79,48 +78,93 @@ class _PartitionOf:
     partitions: int
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        values = table.column(self.key).to_pylist()
-        parts = np.fromiter(
-            (xxhash.xxh64_intdigest(str(v).encode()) % self.partitions for v in values), np.int64, len(values)
+        return table.append_column(
+            PART_COLUMN, pa.array(components.partition_of(table.column(self.key), self.partitions))
         )
-        return table.append_column(PART_COLUMN, pa.array(parts))
 
 
-_TAGGED_SCHEMA = pa.schema(
-    [f.with_nullable(True) for f in SAMPLE_SCHEMA]
-    + [pa.field(PART_COLUMN, pa.int64(), nullable=False), pa.field(GONE_COLUMN, pa.bool_(), nullable=False)]
-)
+LABEL_SCHEMA = pa.schema([pa.field("sample_id", pa.string()), pa.field(COMPONENT, pa.string())])
+
+
+def _as_labels(table: pa.Table) -> pa.Table:
+    return pa.table({"sample_id": table.column("node"), COMPONENT: table.column("component")}, schema=LABEL_SCHEMA)
+
+
+def _tagged_schema(*schemas: pa.Schema) -> pa.Schema:
+    """One nullable shape for rows of several tables, so they can be unioned and co-partitioned."""
+    fields: dict[str, pa.Field] = {}
+    for schema in schemas:
+        for f in schema:
+            fields.setdefault(f.name, f.with_nullable(True))
+    extra = [pa.field(PART_COLUMN, pa.int64(), nullable=False), pa.field(SIDE_COLUMN, pa.int8(), nullable=False)]
+    return pa.schema([*fields.values(), *extra])
 
 
 @dataclass(frozen=True)
 class _Tagged:
-    """Samples or dropped ids in one shape, tagged with their partition, so they can be unioned."""
+    """Rows of one side of a co-partitioned union: partition by ``key``, side number, wide shape."""
 
-    partition_of: _PartitionOf
-    gone: bool
+    key: str
+    partitions: int
+    schema: pa.Schema
+    side: int
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        table = self.partition_of(table)
         n = table.num_rows
-        columns = [
-            table.column(f.name) if f.name in table.column_names else pa.nulls(n, f.type) for f in _TAGGED_SCHEMA
-        ]
-        columns[-1] = pa.repeat(pa.scalar(self.gone), n)
-        return pa.Table.from_arrays(columns, schema=_TAGGED_SCHEMA)
+        parts = pa.array(components.partition_of(table.column(self.key), self.partitions))
+        columns = [table.column(f.name) if f.name in table.column_names else pa.nulls(n, f.type) for f in self.schema]
+        columns[-2], columns[-1] = parts, pa.repeat(pa.scalar(self.side, pa.int8()), n)
+        return pa.Table.from_arrays(columns, schema=self.schema)
+
+
+def _side(part: pa.Table, side: int) -> pa.Table:
+    return part.filter(pc.equal(part.column(SIDE_COLUMN), side))
 
 
 @dataclass(frozen=True)
-class _AntiJoin:
-    """One hash partition of samples and dropped ids: the samples not dropped go to the map task."""
+class _IdFilter:
+    """One hash partition of rows (side 0) and ids (side 1): rows whose id is (or is not) listed."""
 
-    task: Maps
+    task: Callable[..., pa.Table]
+    schema: pa.Schema
+    keep: bool
 
     def __call__(self, part: pa.Table) -> pa.Table:
-        gone = part.column(GONE_COLUMN)
-        dropped_ids = part.filter(gone).column("sample_id")
-        samples = part.filter(pc.invert(gone))
-        keep = pc.invert(pc.is_in(samples.column("sample_id"), value_set=dropped_ids.combine_chunks()))
-        return self.task(samples.filter(keep).select(SAMPLE_SCHEMA.names))
+        rows, ids = _side(part, 0), _side(part, 1).column("sample_id").combine_chunks()
+        listed = pc.is_in(rows.column("sample_id"), value_set=ids)
+        rows = rows.filter(listed if self.keep else pc.invert(listed))
+        return self.task(rows.select(self.schema.names).cast(self.schema))
+
+
+@dataclass(frozen=True)
+class _Attach:
+    """One hash partition of sketches (0), component labels (1) and texts (2), joined by sample id."""
+
+    schema: pa.Schema  # the sketch schema
+    with_texts: bool
+
+    def __call__(self, part: pa.Table) -> pa.Table:
+        rows = _side(part, 0)
+        ids = rows.column("sample_id")
+        labels = _side(part, 1)
+        found = pc.index_in(ids, value_set=labels.column("sample_id").combine_chunks())
+        component = pc.coalesce(labels.column(COMPONENT).combine_chunks().take(found), ids.combine_chunks())
+        out = rows.select(self.schema.names).append_column(COMPONENT, component)
+        if self.with_texts:
+            texts = _side(part, 2)
+            where = pc.index_in(ids, value_set=texts.column("sample_id").combine_chunks())
+            out = out.append_column("text", texts.column("text").combine_chunks().take(where))
+        return out
+
+
+def _named(fn: Callable[[pa.Table], pa.Table]) -> Callable[[pa.Table], pa.Table]:
+    """``map_groups`` wants a function with a ``__name__``; tasks here are dataclass instances."""
+
+    def call(table: pa.Table) -> pa.Table:
+        return fn(table)
+
+    call.__name__ = type(fn).__name__ if not hasattr(fn, "__name__") else fn.__name__
+    return call
 
 
 @dataclass(frozen=True)
@@ -177,38 +221,70 @@ class RayEngine(DistributedEngine):
         items = ray.data.range(count, override_num_blocks=count)
         return self._manifests(items.map_batches(task, batch_format="pyarrow", batch_size=1))
 
+    def _grouped(self, ds: ray.data.Dataset, key: str, partitions: int, fn: Callable[[pa.Table], pa.Table]):
+        """``fn`` once per hash partition of ``key`` (complete key groups)."""
+        tagged = ds.map_batches(_PartitionOf(key, partitions), batch_format="pyarrow")
+        return tagged.groupby(PART_COLUMN, num_partitions=partitions).map_groups(_named(fn), batch_format="pyarrow")
+
+    def _copartitioned(
+        self, sides: list[ray.data.Dataset], schema: pa.Schema, partitions: int, fn: Callable[[pa.Table], pa.Table]
+    ) -> ray.data.Dataset:
+        """``fn`` once per hash partition of ``sample_id`` over several datasets (a shuffle join)."""
+        tagged = [
+            ds.map_batches(_Tagged("sample_id", partitions, schema, i), batch_format="pyarrow")
+            for i, ds in enumerate(sides)
+        ]
+        union = tagged[0].union(*tagged[1:]) if len(tagged) > 1 else tagged[0]
+        return union.groupby(PART_COLUMN, num_partitions=partitions).map_groups(_named(fn), batch_format="pyarrow")
+
     def run_groups(
         self, tier: Tier, paths: list[str], schema: pa.Schema, key: str, partitions: int, task: Group
     ) -> list[pa.Table]:
-        keys = self._files(tier, paths, schema).map_batches(_PartitionOf(key, partitions), batch_format="pyarrow")
+        return self._manifests(self._grouped(self._files(tier, paths, schema), key, partitions, task))
 
-        def decide(groups: pa.Table) -> pa.Table:  # map_groups wants a named function
-            return task(groups)
+    def run_map(self, tier: Tier, paths: list[str], schema: pa.Schema, task: Callable[..., pa.Table]) -> list[pa.Table]:
+        return self._manifests(self._files(tier, paths, schema).map_batches(task, batch_format="pyarrow"))
 
-        return self._manifests(
-            keys.groupby(PART_COLUMN, num_partitions=partitions).map_groups(decide, batch_format="pyarrow")
-        )
-
-    def run_survivors(
-        self, tier: Tier, samples: list[str], dropped: list[str], partitions: int, task: Maps
+    def run_filtered(
+        self,
+        tier: Tier,
+        rows: list[str],
+        schema: pa.Schema,
+        ids: list[str],
+        keep: bool,
+        partitions: int,
+        task: Callable[..., pa.Table],
     ) -> list[pa.Table]:
-        rows = self._files(tier, samples, SAMPLE_SCHEMA)
-        if not dropped:
-            return self._manifests(rows.map_batches(task, batch_format="pyarrow", batch_size=None))
-        # Ray's own join needs polars; a hash-partitioned union does the same anti-join.
-        tag = _PartitionOf("sample_id", partitions)
-        rows = rows.map_batches(_Tagged(tag, gone=False), batch_format="pyarrow")
-        gone = self._files(tier, dropped, DROPPED_SCHEMA).map_batches(_Tagged(tag, gone=True), batch_format="pyarrow")
-        anti = _AntiJoin(task)
+        if not ids:
+            return [] if keep else self.run_map(tier, rows, schema, task)
+        sides = [self._files(tier, rows, schema), self._files(tier, ids, DROPPED_SCHEMA)]
+        wide = _tagged_schema(schema, DROPPED_SCHEMA)
+        return self._manifests(self._copartitioned(sides, wide, partitions, _IdFilter(task, schema, keep)))
 
-        def survivors(part: pa.Table) -> pa.Table:  # map_groups wants a named function
-            return anti(part)
-
-        return self._manifests(
-            rows.union(gone)
-            .groupby(PART_COLUMN, num_partitions=partitions)
-            .map_groups(survivors, batch_format="pyarrow")
-        )
+    def run_cluster(
+        self,
+        tier: Tier,
+        sketches: list[str],
+        sketch_schema: pa.Schema,
+        texts: list[str] | None,
+        partitions: int,
+        buckets: Buckets,
+        task: ClusterGroups,
+    ) -> list[pa.Table]:
+        rows = self._files(tier, sketches, sketch_schema)
+        keys = rows.map_batches(buckets, batch_format="pyarrow")
+        edges = self._grouped(keys, components.KEY, partitions, components.bucket_star)
+        label_refs = components_on_ray(edges.to_arrow_refs(), partitions)
+        sides = [rows]
+        if label_refs:
+            sides.append(ray.data.from_arrow_refs(label_refs).map_batches(_as_labels, batch_format="pyarrow"))
+        else:
+            sides.append(ray.data.from_arrow(LABEL_SCHEMA.empty_table()))
+        if texts is not None:
+            sides.append(self._files(tier, texts, TEXT_SCHEMA))
+        wide = _tagged_schema(sketch_schema, LABEL_SCHEMA, TEXT_SCHEMA)
+        attached = self._copartitioned(sides, wide, partitions, _Attach(sketch_schema, texts is not None))
+        return self._manifests(self._grouped(attached, COMPONENT, partitions, task))
 
     def run_sorted(
         self, tier: Tier, paths: list[str], schema: pa.Schema, keys: tuple[str, ...], partitions: int, task: WriteSorted

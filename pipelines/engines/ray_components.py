@@ -57,6 +57,8 @@ def _transpose(outputs: list[list[ObjectRef]], offset: int = 0) -> list[list[Obj
 def connected_components(edge_blocks: list[ObjectRef], partitions: int) -> list[ObjectRef]:
     """Object refs of ``(node, component = smallest node id)`` tables for ``(src, dst)`` edge blocks."""
     n = partitions
+    if not edge_blocks:
+        return []
     scattered = [_scatter.options(num_returns=n).remote(n, block) for block in edge_blocks]
     scattered = [s if isinstance(s, list) else [s] for s in scattered]
     inputs = _transpose(scattered)

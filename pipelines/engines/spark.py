@@ -21,10 +21,10 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 import pipelines
 from lineage.settings import Settings
-from operators.schema import SAMPLE_SCHEMA
 from pipelines import components
+from pipelines.engines.cluster import BUCKET_SCHEMA, COMPONENT, EDGE_SCHEMA, TEXT_SCHEMA, Buckets, ClusterGroups
 from pipelines.engines.distributed import DistributedEngine
-from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, Maps, ReadFiles, WriteSorted
+from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
@@ -85,13 +85,15 @@ def _per_batch(task: Callable[..., pa.Table]) -> Callable[[Iterator[pa.RecordBat
     return run
 
 
-def _kernel(fn: Callable[[pa.Table], pa.Table]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """A connected-components kernel over one whole partition."""
+def _kernel(
+    fn: Callable[[pa.Table], pa.Table], columns: tuple[str, ...] = (components.SRC, components.DST)
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A graph kernel over one whole partition."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(list(batches))
         if table.num_rows:
-            yield from fn(table.select([components.SRC, components.DST])).to_batches()
+            yield from fn(table.select(list(columns))).to_batches()
 
     return run
 
@@ -160,13 +162,50 @@ class SparkEngine(DistributedEngine):
         keys = self._files(tier, paths, schema).repartition(partitions, key)
         return self._manifests(keys.mapInArrow(_per_partition(task), _MANIFEST))
 
-    def run_survivors(
-        self, tier: Tier, samples: list[str], dropped: list[str], partitions: int, task: Maps
+    def run_map(self, tier: Tier, paths: list[str], schema: pa.Schema, task: Callable[..., pa.Table]) -> list[pa.Table]:
+        return self._manifests(self._files(tier, paths, schema).mapInArrow(_per_batch(task), _MANIFEST))
+
+    def run_filtered(
+        self,
+        tier: Tier,
+        rows: list[str],
+        schema: pa.Schema,
+        ids: list[str],
+        keep: bool,
+        partitions: int,
+        task: Callable[..., pa.Table],
     ) -> list[pa.Table]:
-        rows = self._files(tier, samples, SAMPLE_SCHEMA)
-        if dropped:
-            rows = rows.join(self._files(tier, dropped, DROPPED_SCHEMA), on="sample_id", how="left_anti")
-        return self._manifests(rows.mapInArrow(_per_partition(task), _MANIFEST))
+        if keep and not ids:
+            return []
+        frame = self._files(tier, rows, schema)
+        if ids:
+            how = "left_semi" if keep else "left_anti"
+            frame = frame.join(self._files(tier, ids, DROPPED_SCHEMA), on="sample_id", how=how)
+        return self._manifests(frame.mapInArrow(_per_partition(task), _MANIFEST))
+
+    def run_cluster(
+        self,
+        tier: Tier,
+        sketches: list[str],
+        sketch_schema: pa.Schema,
+        texts: list[str] | None,
+        partitions: int,
+        buckets: Buckets,
+        task: ClusterGroups,
+    ) -> list[pa.Table]:
+        rows = self._files(tier, sketches, sketch_schema)
+        keys = rows.select("sample_id", buckets.column).mapInArrow(
+            _per_batch(buckets), from_arrow_schema(BUCKET_SCHEMA)
+        )
+        star = _kernel(components.bucket_star, (components.KEY, components.NODE))
+        edges = keys.repartition(partitions, components.KEY).mapInArrow(star, from_arrow_schema(EDGE_SCHEMA))
+        labels = connected_components(edges, partitions).withColumnRenamed("node", "sample_id")
+        rows = rows.join(labels, on="sample_id", how="left")
+        rows = rows.withColumn(COMPONENT, F.coalesce(F.col(COMPONENT), F.col("sample_id")))
+        if texts is not None:
+            rows = rows.join(self._files(tier, texts, TEXT_SCHEMA), on="sample_id", how="inner")
+        grouped = rows.repartition(partitions, COMPONENT)
+        return self._manifests(grouped.mapInArrow(_per_partition(task), _MANIFEST))
 
     def run_sorted(
         self, tier: Tier, paths: list[str], schema: pa.Schema, keys: tuple[str, ...], partitions: int, task: WriteSorted

@@ -17,6 +17,13 @@ def _head(name: str, n: int) -> list[dict]:
         return [json.loads(line) for line in itertools.islice(fh, n)]
 
 
+def near_copy(doc: dict, i: int) -> dict:
+    """The same document with one word replaced: a near duplicate, not an exact one."""
+    words = doc["text"].split(" ")
+    words[len(words) // 2] = f"edited{i}"
+    return {**doc, "id": doc["id"] + "#near", "text": " ".join(words)}
+
+
 def build(root: Path, docs: int = 120) -> Path:
     """Three files: English docs, near/exact copies across files, Chinese docs and broken lines."""
     en = _head("debian_en.jsonl.gz", docs)
@@ -24,6 +31,7 @@ def build(root: Path, docs: int = 120) -> Path:
     write_jsonl(root / "a.jsonl", en[: docs // 2])
     copies = [{**d, "id": d["id"] + "#copy", "text": "  " + d["text"].replace(" ", "  ")} for d in en[:: docs // 15]]
     write_jsonl(root / "nested" / "b.jsonl.gz", en[docs // 2 :] + copies + zh, compress=True)
+    write_jsonl(root / "near.jsonl", [near_copy(d, i) for i, d in enumerate(en[1 :: docs // 12])])
     write_jsonl(
         root / "c.jsonl",
         [
