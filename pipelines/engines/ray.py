@@ -1,9 +1,10 @@
-"""The Ray Data engine: the shared stage plan on Datasets, batch work through ``map_batches``.
+"""The Ray engine: the shared stage plan with batch work through Ray Data's ``map_batches``.
 
-Staged Parquet files are read with ``read_parquet`` on the tier's filesystem. Group steps tag
-each row with a partition number (a stable hash of the key) and use ``groupby(...).map_groups``
-so each call holds complete key groups; dropped samples leave through a ``left_anti`` join; the
-final writes use ``sort`` (range partitioning) and write each sorted block.
+Ingest (convert + the first map steps), sketches and the map steps after each group or cluster
+step run through ``map_batches(batch_format="pyarrow")``. Shuffles (group steps, the anti-join
+that removes dropped samples, range-partitioned sorted writes, the cluster step) are Ray tasks
+exchanging Arrow tables through the object store (:mod:`pipelines.engines.ray_shuffle`), and
+connected components run as Ray tasks too (:mod:`pipelines.engines.ray_components`).
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from pipelines import components
 from pipelines.engines.cluster import COMPONENT, TEXT_SCHEMA, Buckets, ClusterGroups
 from pipelines.engines.distributed import DistributedEngine
 from pipelines.engines.ray_components import connected_components as components_on_ray
+from pipelines.engines.ray_shuffle import FileInput, boundaries, shuffle
 from pipelines.engines.spark import project_path
-from pipelines.engines.tasks import DROPPED_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
+from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
 
-PART_COLUMN = "_part"
-SIDE_COLUMN = "_side"
+LABEL_SCHEMA = pa.schema([pa.field("sample_id", pa.string()), pa.field(COMPONENT, pa.string())])
 
 
 def ray_runtime(settings: Settings) -> bool:
@@ -70,101 +71,64 @@ def ray_runtime(settings: Settings) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class _PartitionOf:
-    """Tag rows with a partition number from a process-independent hash of the key."""
-
-    key: str
-    partitions: int
-
-    def __call__(self, table: pa.Table) -> pa.Table:
-        return table.append_column(
-            PART_COLUMN, pa.array(components.partition_of(table.column(self.key), self.partitions))
-        )
-
-
-LABEL_SCHEMA = pa.schema([pa.field("sample_id", pa.string()), pa.field(COMPONENT, pa.string())])
-
-
 def _as_labels(table: pa.Table) -> pa.Table:
     return pa.table({"sample_id": table.column("node"), COMPONENT: table.column("component")}, schema=LABEL_SCHEMA)
 
 
-def _tagged_schema(*schemas: pa.Schema) -> pa.Schema:
-    """One nullable shape for rows of several tables, so they can be unioned and co-partitioned."""
-    fields: dict[str, pa.Field] = {}
-    for schema in schemas:
-        for f in schema:
-            fields.setdefault(f.name, f.with_nullable(True))
-    extra = [pa.field(PART_COLUMN, pa.int64(), nullable=False), pa.field(SIDE_COLUMN, pa.int8(), nullable=False)]
-    return pa.schema([*fields.values(), *extra])
+@dataclass(frozen=True)
+class _Call:
+    """A reduce step: the task on one partition's table (nothing to do for an empty partition)."""
+
+    task: Callable[[pa.Table], pa.Table]
+
+    def __call__(self, table: pa.Table | None) -> pa.Table:
+        if table is None or table.num_rows == 0:
+            return MANIFEST_SCHEMA.empty_table()
+        return self.task(table)
 
 
 @dataclass(frozen=True)
-class _Tagged:
-    """Rows of one side of a co-partitioned union: partition by ``key``, side number, wide shape."""
+class _Filter:
+    """One hash partition of rows and ids: the rows whose id is (``keep``) or is not listed."""
 
-    key: str
-    partitions: int
-    schema: pa.Schema
-    side: int
-
-    def __call__(self, table: pa.Table) -> pa.Table:
-        n = table.num_rows
-        parts = pa.array(components.partition_of(table.column(self.key), self.partitions))
-        columns = [table.column(f.name) if f.name in table.column_names else pa.nulls(n, f.type) for f in self.schema]
-        columns[-2], columns[-1] = parts, pa.repeat(pa.scalar(self.side, pa.int8()), n)
-        return pa.Table.from_arrays(columns, schema=self.schema)
-
-
-def _side(part: pa.Table, side: int) -> pa.Table:
-    return part.filter(pc.equal(part.column(SIDE_COLUMN), side))
-
-
-@dataclass(frozen=True)
-class _IdFilter:
-    """One hash partition of rows (side 0) and ids (side 1): rows whose id is (or is not) listed."""
-
-    task: Callable[..., pa.Table]
-    schema: pa.Schema
     keep: bool
 
-    def __call__(self, part: pa.Table) -> pa.Table:
-        rows, ids = _side(part, 0), _side(part, 1).column("sample_id").combine_chunks()
-        listed = pc.is_in(rows.column("sample_id"), value_set=ids)
-        rows = rows.filter(listed if self.keep else pc.invert(listed))
-        return self.task(rows.select(self.schema.names).cast(self.schema))
+    def __call__(self, rows: pa.Table, ids: pa.Table | None) -> pa.Table:
+        if ids is None or ids.num_rows == 0:
+            return rows if not self.keep else rows.slice(0, 0)
+        listed = pc.is_in(rows.column("sample_id"), value_set=ids.column("sample_id").combine_chunks())
+        return rows.filter(listed if self.keep else pc.invert(listed))
+
+
+@dataclass(frozen=True)
+class _SortWrite:
+    """One key range: sort it and write it (files are named after their first key)."""
+
+    task: WriteSorted
+
+    def __call__(self, table: pa.Table | None) -> pa.Table:
+        if table is None or table.num_rows == 0:
+            return MANIFEST_SCHEMA.empty_table()
+        return self.task(table.sort_by([(k, "ascending") for k in self.task.keys]))
 
 
 @dataclass(frozen=True)
 class _Attach:
-    """One hash partition of sketches (0), component labels (1) and texts (2), joined by sample id."""
+    """One hash partition of sketches, component labels and texts, joined by sample id."""
 
     schema: pa.Schema  # the sketch schema
-    with_texts: bool
 
-    def __call__(self, part: pa.Table) -> pa.Table:
-        rows = _side(part, 0)
-        ids = rows.column("sample_id")
-        labels = _side(part, 1)
-        found = pc.index_in(ids, value_set=labels.column("sample_id").combine_chunks())
-        component = pc.coalesce(labels.column(COMPONENT).combine_chunks().take(found), ids.combine_chunks())
+    def __call__(self, rows: pa.Table, labels: pa.Table | None, texts: pa.Table | None = None) -> pa.Table:
+        ids = rows.column("sample_id").combine_chunks()
+        component = ids
+        if labels is not None and labels.num_rows:
+            found = pc.index_in(ids, value_set=labels.column("sample_id").combine_chunks())
+            component = pc.coalesce(labels.column(COMPONENT).combine_chunks().take(found), ids)
         out = rows.select(self.schema.names).append_column(COMPONENT, component)
-        if self.with_texts:
-            texts = _side(part, 2)
+        if texts is not None:
             where = pc.index_in(ids, value_set=texts.column("sample_id").combine_chunks())
             out = out.append_column("text", texts.column("text").combine_chunks().take(where))
         return out
-
-
-def _named(fn: Callable[[pa.Table], pa.Table]) -> Callable[[pa.Table], pa.Table]:
-    """``map_groups`` wants a function with a ``__name__``; tasks here are dataclass instances."""
-
-    def call(table: pa.Table) -> pa.Table:
-        return fn(table)
-
-    call.__name__ = type(fn).__name__ if not hasattr(fn, "__name__") else fn.__name__
-    return call
 
 
 @dataclass(frozen=True)
@@ -176,16 +140,6 @@ class _ReadBlock:
     def __call__(self, names: pa.Table) -> Iterator[pa.Table]:
         for batch in self.read(names.column("path").to_pylist()):
             yield pa.Table.from_batches([batch])
-
-
-@dataclass(frozen=True)
-class _SortedBlock:
-    """A block of a sorted dataset: sorted again locally (cheap) so files are sorted whatever Ray batches."""
-
-    task: WriteSorted
-
-    def __call__(self, table: pa.Table) -> pa.Table:
-        return self.task(table.sort_by([(k, "ascending") for k in self.task.keys]))
 
 
 class RayEngine(DistributedEngine):
@@ -217,33 +171,21 @@ class RayEngine(DistributedEngine):
         read = _ReadBlock(ReadFiles(tier, schema, self.settings.parquet_row_group_rows))
         return names.map_batches(read, batch_format="pyarrow", batch_size=1)
 
+    @staticmethod
+    def _inputs(tier: Tier, paths: list[str], schema: pa.Schema) -> list[FileInput]:
+        return [FileInput(tier, p, schema) for p in paths]
+
     def run_items(self, count: int, task: Ingest) -> list[pa.Table]:
         items = ray.data.range(count, override_num_blocks=count)
         return self._manifests(items.map_batches(task, batch_format="pyarrow", batch_size=1))
 
-    def _grouped(self, ds: ray.data.Dataset, key: str, partitions: int, fn: Callable[[pa.Table], pa.Table]):
-        """``fn`` once per hash partition of ``key`` (complete key groups)."""
-        tagged = ds.map_batches(_PartitionOf(key, partitions), batch_format="pyarrow")
-        return tagged.groupby(PART_COLUMN, num_partitions=partitions).map_groups(_named(fn), batch_format="pyarrow")
-
-    def _copartitioned(
-        self, sides: list[ray.data.Dataset], schema: pa.Schema, partitions: int, fn: Callable[[pa.Table], pa.Table]
-    ) -> ray.data.Dataset:
-        """``fn`` once per hash partition of ``sample_id`` over several datasets (a shuffle join)."""
-        tagged = [
-            ds.map_batches(_Tagged("sample_id", partitions, schema, i), batch_format="pyarrow")
-            for i, ds in enumerate(sides)
-        ]
-        union = tagged[0].union(*tagged[1:]) if len(tagged) > 1 else tagged[0]
-        return union.groupby(PART_COLUMN, num_partitions=partitions).map_groups(_named(fn), batch_format="pyarrow")
+    def run_map(self, tier: Tier, paths: list[str], schema: pa.Schema, task: Callable[..., pa.Table]) -> list[pa.Table]:
+        return self._manifests(self._files(tier, paths, schema).map_batches(task, batch_format="pyarrow"))
 
     def run_groups(
         self, tier: Tier, paths: list[str], schema: pa.Schema, key: str, partitions: int, task: Group
     ) -> list[pa.Table]:
-        return self._manifests(self._grouped(self._files(tier, paths, schema), key, partitions, task))
-
-    def run_map(self, tier: Tier, paths: list[str], schema: pa.Schema, task: Callable[..., pa.Table]) -> list[pa.Table]:
-        return self._manifests(self._files(tier, paths, schema).map_batches(task, batch_format="pyarrow"))
+        return ray.get(shuffle([(self._inputs(tier, paths, schema), None)], key, partitions, _Call(task)))
 
     def run_filtered(
         self,
@@ -257,9 +199,16 @@ class RayEngine(DistributedEngine):
     ) -> list[pa.Table]:
         if not ids:
             return [] if keep else self.run_map(tier, rows, schema, task)
-        sides = [self._files(tier, rows, schema), self._files(tier, ids, DROPPED_SCHEMA)]
-        wide = _tagged_schema(schema, DROPPED_SCHEMA)
-        return self._manifests(self._copartitioned(sides, wide, partitions, _IdFilter(task, schema, keep)))
+        sides = [(self._inputs(tier, rows, schema), None), (self._inputs(tier, ids, DROPPED_SCHEMA), None)]
+        kept = shuffle(sides, "sample_id", partitions, _Filter(keep))
+        return self._manifests(ray.data.from_arrow_refs(kept).map_batches(task, batch_format="pyarrow"))
+
+    def run_sorted(
+        self, tier: Tier, paths: list[str], schema: pa.Schema, keys: tuple[str, ...], partitions: int, task: WriteSorted
+    ) -> list[pa.Table]:
+        inputs = self._inputs(tier, paths, schema)
+        ranges = boundaries(inputs, keys[0], partitions)
+        return ray.get(shuffle([(inputs, None)], keys[0], partitions, _SortWrite(task), ranges))
 
     def run_cluster(
         self,
@@ -271,23 +220,11 @@ class RayEngine(DistributedEngine):
         buckets: Buckets,
         task: ClusterGroups,
     ) -> list[pa.Table]:
-        rows = self._files(tier, sketches, sketch_schema)
-        keys = rows.map_batches(buckets, batch_format="pyarrow")
-        edges = self._grouped(keys, components.KEY, partitions, components.bucket_star)
-        label_refs = components_on_ray(edges.to_arrow_refs(), partitions)
-        sides = [rows]
-        if label_refs:
-            sides.append(ray.data.from_arrow_refs(label_refs).map_batches(_as_labels, batch_format="pyarrow"))
-        else:
-            sides.append(ray.data.from_arrow(LABEL_SCHEMA.empty_table()))
+        rows = self._inputs(tier, sketches, sketch_schema)
+        edges = shuffle([(rows, buckets)], components.KEY, partitions, components.bucket_star)
+        labels = components_on_ray(edges, partitions)
+        sides = [(rows, None), (labels, _as_labels)]
         if texts is not None:
-            sides.append(self._files(tier, texts, TEXT_SCHEMA))
-        wide = _tagged_schema(sketch_schema, LABEL_SCHEMA, TEXT_SCHEMA)
-        attached = self._copartitioned(sides, wide, partitions, _Attach(sketch_schema, texts is not None))
-        return self._manifests(self._grouped(attached, COMPONENT, partitions, task))
-
-    def run_sorted(
-        self, tier: Tier, paths: list[str], schema: pa.Schema, keys: tuple[str, ...], partitions: int, task: WriteSorted
-    ) -> list[pa.Table]:
-        rows = self._files(tier, paths, schema).sort(list(keys))
-        return self._manifests(rows.map_batches(_SortedBlock(task), batch_format="pyarrow", batch_size=None))
+            sides.append((self._inputs(tier, texts, TEXT_SCHEMA), None))
+        attached = shuffle(sides, "sample_id", partitions, _Attach(sketch_schema))
+        return ray.get(shuffle([(attached, None)], COMPONENT, partitions, _Call(task)))

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lineage.records import Verdict, lineage_batch
 from operators.base import MapOperator, OperatorOutput
 
 
 class Explode(MapOperator):
-    """Raises on any sample whose text contains ``EXPLODE`` (in a worker, on cluster engines)."""
+    """Raises on any batch holding a sample whose text contains ``EXPLODE``; keeps the others."""
 
     name = "explode"
     version = "1"
@@ -17,4 +18,9 @@ class Explode(MapOperator):
     def apply(self, batch: pa.RecordBatch) -> OperatorOutput:
         if pc.any(pc.match_substring(batch.column("text"), "EXPLODE")).as_py():
             raise ValueError("explode: found the trigger text")
-        raise AssertionError("the test corpus always contains the trigger")
+        n = batch.num_rows
+        verdicts = pa.repeat(pa.scalar(Verdict.KEPT.value), n)
+        lineage = lineage_batch(
+            operator=self.name, operator_version=self.version, sample_ids=batch.column("sample_id"), verdicts=verdicts
+        )
+        return OperatorOutput(batch, lineage)
