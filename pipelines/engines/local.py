@@ -7,6 +7,7 @@ partitioning, the anti-join that removes dropped samples and the final sort by `
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import shutil
@@ -61,6 +62,10 @@ class LocalEngine(Engine):
 
     # -- the job ----------------------------------------------------------------------------
     def execute(self, job: Job) -> JobResult:
+        # Give freed Arrow buffers back to the OS at once: stages free large tables one after
+        # another, and a retaining allocator would make peak RSS the sum of the stages.
+        with contextlib.suppress(NotImplementedError):
+            pa.jemalloc_set_decay_ms(0)
         staging_root = Path(self.settings.staging_dir) / job.run_id
         staging_root.mkdir(parents=True, exist_ok=True)
         staging = local_tier(staging_root, name="staging")
