@@ -411,6 +411,42 @@ def export(
 
 
 @app.command()
+def dedupe(
+    inputs: Annotated[list[Path], typer.Argument(help="JSONL (plain or .gz) or Parquet files.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output file (one input) or folder.")],
+    threshold: Annotated[float, typer.Option(help="Jaccard similarity that counts as a duplicate.")] = 0.8,
+    num_perm: Annotated[int, typer.Option(help="MinHash permutations.")] = 128,
+    ngram: Annotated[int, typer.Option(help="Shingle size: words, or characters for CJK text.")] = 5,
+    engine: Annotated[str, typer.Option(help="local, spark or ray.")] = "local",
+    text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
+    id_field: Annotated[str | None, typer.Option(help="Field whose values name records in the report.")] = None,
+) -> None:
+    """Remove near-duplicates from files: kept records in the input's format, plus a report."""
+    from lineage.dedupe_files import dedupe_files
+
+    summary = _guard(
+        lambda: dedupe_files(
+            inputs,
+            output,
+            settings=_settings(),
+            threshold=threshold,
+            num_perm=num_perm,
+            ngram=ngram,
+            engine=engine,
+            text_field=text_field,
+            id_field=id_field,
+        )
+    )
+    console.print(
+        f"{summary.records:,} records in {summary.inputs} file(s): kept {summary.kept:,}, dropped "
+        f"{summary.dropped:,} near-duplicates, quarantined {summary.quarantined:,}"
+    )
+    for path in summary.outputs:
+        console.print(f"wrote {path}")
+    console.print(f"duplicates report: {summary.report}")
+
+
+@app.command()
 def gc(dry_run: Annotated[bool, typer.Option(help="Only list what would be deleted.")] = False) -> None:
     """Delete files of runs that never committed. Never touches what a dataset version needs."""
     from lineage.gc import collect_garbage
