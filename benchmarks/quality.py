@@ -259,6 +259,10 @@ def compare(ours: dict[str, list], theirs: dict[str, dict]) -> dict[str, dict[st
             "kept_ours": float(our_keep[in_bounds].mean()),
             "kept_datatrove": float(their_keep[in_bounds].mean()),
             "disagree_in_bounds": int((~same & in_bounds).sum()),
+            "examples": [
+                {"id": ids[i], "ours": ours[f"{key}_reason"][i], "datatrove": ref[i][f"{key}_reason"]}
+                for i in np.flatnonzero(~same & in_bounds)[:5]
+            ],
         }
     both_kept = [
         (o, r["c4_text"]) for o, r in zip(ours["c4_text"], ref, strict=True) if o is not None and r["c4_text"]
@@ -308,6 +312,8 @@ def main() -> int:
             f"kept ours {r['kept_ours']:.1%} / datatrove {r['kept_datatrove']:.1%}; "
             f"{r['disagree_in_bounds']} disagree{extra})"
         )
+        for example in r["examples"]:
+            print(f"      e.g. {example['id']}: ours {example['ours']}, datatrove {example['datatrove']}")
     met = ours_dps / dt_dps >= TARGET_SPEEDUP and all(
         report[k]["agreement_in_bounds"] >= TARGET_AGREEMENT
         for k in ("gopher_quality", "gopher_repetition", "c4")

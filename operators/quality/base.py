@@ -105,7 +105,7 @@ class QualityOperator(MapOperator):
             ],
             fields=list(RULE_RESULT),
         )
-        offsets = pa.array(np.arange(0, n * k + 1, max(k, 1))[: n + 1] if k else np.zeros(n + 1), pa.int32())
+        offsets = pa.array(np.arange(n + 1, dtype=np.int32) * k, pa.int32())
         return pa.ListArray.from_arrays(offsets, results, type=pa.list_(RULE_RESULT))
 
     def _apply_modifications(
