@@ -83,13 +83,9 @@ class QualityOperator(MapOperator):
             None,
         ]
         first_failing = np.argmax(~passed, axis=1) if passed.shape[1] else np.zeros(len(dropped), np.int64)
-<<<<<<< HEAD
-        return pc.if_else(pa.array(dropped), names.take(pa.array(first_failing)), pa.scalar(None, pa.string()))
-=======
         k = len(evaluation.rules)
         index = np.where(dropped, first_failing, np.where(modified, k, k + 1))
         return pa.array(names, pa.string()).take(pa.array(index))
->>>>>>> quality
 
     def _rule_results(self, evaluation: Evaluation, passed: np.ndarray, n: int) -> pa.Array:
         """detail.rules: a list of RULE_RESULT per sample, in the rule set's order."""
