@@ -14,6 +14,7 @@ another process. Command line::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import logging
@@ -129,12 +130,18 @@ def pid_listens_on(pid: int, port: int) -> bool:
     wanted = listening_inodes(port)
     if not wanted:
         return False
-    fd_dir = Path(f"/proc/{pid}/fd")
     try:
-        links = [os.readlink(fd) for fd in fd_dir.iterdir()]
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
     except OSError:
         return False
-    return any(link.startswith("socket:[") and link[8:-1] in wanted for link in links)
+    for fd in fds:
+        try:
+            link = os.readlink(fd)
+        except OSError:  # closed meanwhile (e.g. the fd of this very listing)
+            continue
+        if link.startswith("socket:[") and link[8:-1] in wanted:
+            return True
+    return False
 
 
 def pid_is_ours(pid: int, binary: str, workdir: Path) -> bool:
@@ -216,38 +223,34 @@ class CephCluster:
         return self.state
 
     def stop(self, *, remove: bool = False, grace: float = 10.0) -> None:
-        """SIGTERM every recorded daemon (ours only), SIGKILL after ``grace`` s; optionally rm the dir."""
+        """Stop every recorded daemon (ours only) in order, SIGKILL after ``grace`` s; maybe rm the dir.
+
+        One at a time, gateway first and monitor last: an OSD told to stop while the monitor is
+        already gone waits out its 5 s "tell the monitor I am going down" timeout.
+        """
         state = self.state
         if state is None and (self.workdir / STATE_FILE).exists():
             state = ClusterState.load(self.workdir)
         pids = dict(state.pids) if state else {}
-        live: dict[str, int] = {}
         for name in DAEMONS:
             pid = pids.get(name)
-            if pid and pid_is_ours(pid, name, self.workdir):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                    live[name] = pid
-                except ProcessLookupError:
-                    pass
-        deadline = time.monotonic() + grace
-        while live and time.monotonic() < deadline:
-            for name, pid in list(live.items()):
-                if not self._alive(name, pid):
-                    del live[name]
-            time.sleep(0.1)
-        for name, pid in live.items():
-            log.warning("ceph %s (pid %d) ignored SIGTERM for %.0f s; killing it", name, pid, grace)
+            if not pid or not pid_is_ours(pid, name, self.workdir):
+                continue
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 continue
-            self._alive(name, pid, wait=5.0)
+            if self._alive(name, pid, wait=grace):
+                log.warning("ceph %s (pid %d) ignored SIGTERM for %.0f s; killing it", name, pid, grace)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._alive(name, pid, wait=5.0)
         for proc in self._procs.values():  # reap our own children so no zombie remains
             try:
                 proc.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait(timeout=5)
         self._procs.clear()
         (self.workdir / STATE_FILE).unlink(missing_ok=True)
         if remove:
@@ -365,6 +368,7 @@ rgw enable usage log = false
         log.debug("started %s pid %d", name, proc.pid)
 
     def _alive(self, name: str, pid: int, wait: float = 0.0) -> bool:
+        """Whether daemon ``name`` (pid ``pid``) is still running after waiting up to ``wait`` s."""
         proc = self._procs.get(name)
         if proc is not None and proc.pid == pid:
             try:
