@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -122,3 +126,29 @@ def test_wrong_credentials_are_rejected(ceph_s3) -> None:
     )
     with pytest.raises(OSError, match="(?i)signature|denied|403"):
         fs.get_file_info(pafs.FileSelector(ceph_s3.bucket))
+
+
+def test_tier_filesystem_handles_rgw_checksum_quirk(ceph_tier: Tier) -> None:
+    """In a fresh process *without* AWS_REQUEST_CHECKSUM_CALCULATION, a multipart upload through
+    the tier's filesystem still works: the backend sets it (RGW answers HTTP 411 otherwise)."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from lineage.settings import TierConfig
+        from storage.tier import Tier
+        tier = Tier(TierConfig.model_validate_json(sys.argv[1]))
+        with tier.filesystem.open_output_stream(tier.path("fresh/big.bin")) as out:
+            out.write(b"z" * (12 << 20))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AWS_REQUEST_CHECKSUM_CALCULATION"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    res = subprocess.run(
+        [sys.executable, "-c", script, ceph_tier.config.model_dump_json(by_alias=True)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert ceph_tier.filesystem.get_file_info(ceph_tier.path("fresh/big.bin")).size == 12 << 20

@@ -8,30 +8,16 @@ several *processes* (spawned: deltalake panics after fork) are released at once 
 from __future__ import annotations
 
 import multiprocessing as mp
-import time
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from storage.testing.delta_writers import append_rows
 from storage.tier import Tier
 
 WRITERS = 6
 ROWS_PER_WRITER = 50
-
-
-def _append(uri: str, options: dict[str, str], writer: int, barrier, results) -> None:
-    """One writer process: wait for the others, then append its own rows in one commit."""
-    table = pa.table(
-        {
-            "writer": pa.array([writer] * ROWS_PER_WRITER, pa.int32()),
-            "seq": pa.array(range(ROWS_PER_WRITER), pa.int32()),
-        }
-    )
-    barrier.wait(timeout=60)
-    started = time.time()
-    write_deltalake(uri, table, mode="append", storage_options=options)
-    results.put((writer, started, time.time()))
 
 
 def test_concurrent_appends_lose_nothing(ceph_tier: Tier) -> None:
@@ -41,7 +27,10 @@ def test_concurrent_appends_lose_nothing(ceph_tier: Tier) -> None:
 
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(WRITERS), ctx.Queue()
-    procs = [ctx.Process(target=_append, args=(uri, options, w, barrier, results)) for w in range(WRITERS)]
+    procs = [
+        ctx.Process(target=append_rows, args=(uri, options, w, ROWS_PER_WRITER, barrier, results))
+        for w in range(WRITERS)
+    ]
     for p in procs:
         p.start()
     for p in procs:
