@@ -52,6 +52,10 @@ class CephStartError(RuntimeError):
     """A daemon died or did not become ready in time; the message carries its log tail."""
 
 
+class CephCommandError(CephStartError):
+    """A Ceph command-line tool failed (while waiting for a daemon, this just means "not yet")."""
+
+
 @dataclass
 class ClusterState:
     """What ``stop`` and clients need: ports, credentials and the PID of each daemon."""
@@ -343,7 +347,7 @@ rgw enable usage log = false
         cmd = [args[0], "-c", str(self.conf), *args[1:]]
         res = subprocess.run(cmd, capture_output=True, text=True, input=input_text, timeout=timeout)
         if res.returncode != 0:
-            raise CephStartError(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
+            raise CephCommandError(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
         return res.stdout
 
     def _spawn(self, name: str, *args: str) -> None:
@@ -398,7 +402,7 @@ rgw enable usage log = false
             try:
                 if check():
                     return
-            except (CephStartError, subprocess.TimeoutExpired, OSError) as exc:
+            except (CephCommandError, subprocess.TimeoutExpired, OSError) as exc:
                 log.debug("waiting for %s: %s", what, exc)
             time.sleep(0.2)
         raise CephStartError(
