@@ -158,3 +158,51 @@ class FakeHdfsClient:
             del self.files[p]
         self.dirs = {d for d in self.dirs if not (d == path or d.startswith(path + "/"))}
         return True
+
+
+class FakeRawReader:
+    """Shaped like hdfs-native's Rust ``RawFileReader`` (what ``hdfs_native.FileReader`` wraps)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data, self._pos = data, 0
+
+    def file_length(self) -> int:
+        return len(self._data)
+
+    def seek(self, pos: int) -> None:
+        self._pos = pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def read(self, len: int) -> bytes:  # noqa: A002 - the real signature
+        """Up to ``len`` bytes from the cursor; a negative ``len`` reads to the end."""
+        size = self.file_length()
+        end = size if len < 0 else min(self._pos + len, size)
+        out = self._data[self._pos : end]
+        self._pos = max(self._pos, end)
+        return out
+
+    def read_range(self, offset: int, len: int) -> bytes:  # noqa: A002
+        return self._data[offset : offset + len]
+
+
+class FakeRawClient(FakeHdfsClient):
+    """Shaped like hdfs-native's Rust ``RawClient``, to sit under the real ``hdfs_native.Client``.
+
+    Then the real Python layer of hdfs-native (``Client``, ``FileReader``, ``FileWriter``,
+    ``WriteOptions``) runs between pyarrow and this in-memory namespace.
+    """
+
+    def read(self, path: str) -> FakeRawReader:  # type: ignore[override]
+        return FakeRawReader(super().read(path).getvalue())
+
+
+def real_client_over_fake() -> tuple[Any, FakeRawClient]:
+    """A genuine ``hdfs_native.Client`` whose Rust core is replaced by :class:`FakeRawClient`."""
+    from hdfs_native import Client
+
+    raw = FakeRawClient()
+    client = Client.__new__(Client)
+    client.inner = raw
+    return client, raw

@@ -17,7 +17,7 @@ from deltalake import DeltaTable, write_deltalake
 from lineage.settings import TierConfig
 from storage.checksum import digest_stream
 from storage.hdfs import HdfsHandler, HdfsLocation, hdfs_filesystem, parse_hdfs_uri
-from storage.testing.fake_hdfs import FakeHdfsClient
+from storage.testing.fake_hdfs import FakeHdfsClient, real_client_over_fake
 from storage.tier import Tier
 
 
@@ -217,3 +217,30 @@ def test_deltalake_knows_hdfs_scheme() -> None:
     with pytest.raises(OSError, match="(?i)hdfs") as err:
         DeltaTable("hdfs://127.0.0.1:1/lineage/t")
     assert "connection refused" in str(err.value).lower()
+
+
+def test_real_hdfs_native_python_layer(tmp_path: Path) -> None:
+    """pyarrow -> HdfsHandler -> the real hdfs_native.Client/FileReader/FileWriter/WriteOptions ->
+    an in-memory Rust-core stand-in: checks the handler against the library's own wrappers."""
+    client, raw = real_client_over_fake()
+    fs = pafs.PyFileSystem(HdfsHandler(client, parse_hdfs_uri("hdfs://nn:8020/")))
+    table = pa.table({"id": list(range(1000)), "s": [f"v{i}" for i in range(1000)]})
+    pq.write_table(table, "/w/t/part-0.parquet", filesystem=fs, row_group_size=100)
+    assert raw.files["/w/t/part-0.parquet"][:4] == b"PAR1"
+    assert pq.read_table("/w/t/part-0.parquet", filesystem=fs).equals(table)
+    ds = pads.dataset("/w/t", filesystem=fs, format="parquet")
+    assert ds.to_table(filter=pads.field("id") == 777).column("s").to_pylist() == ["v777"]
+    with fs.open_input_stream("/w/t/part-0.parquet") as src:
+        whole = src.read()
+    assert whole == raw.files["/w/t/part-0.parquet"]
+    with fs.open_input_file("/w/t/part-0.parquet") as src:
+        assert src.size() == len(whole)
+        src.seek(len(whole) - 4)
+        assert src.read() == b"PAR1"
+    with fs.open_output_stream("/w/t/part-0.parquet") as out:  # overwrite, as pyarrow expects
+        out.write(b"new")
+    assert raw.files["/w/t/part-0.parquet"] == b"new"
+    with fs.open_append_stream("/w/t/part-0.parquet") as out:
+        out.write(b"+more")
+    digest = digest_stream(fs, "/w/t/part-0.parquet", chunk_bytes=3)
+    assert (digest.hexdigest, digest.size) == (xxhash.xxh3_128_hexdigest(b"new+more"), 8)
