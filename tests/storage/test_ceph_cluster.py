@@ -29,12 +29,14 @@ def _listener() -> socket.socket:
 
 
 def test_pick_ports_avoids_taken_ports() -> None:
-    with _listener() as taken:
-        port = taken.getsockname()[1]
+    with _listener() as busy:
+        port = busy.getsockname()[1]
         assert not cc.port_is_free(port)
         chosen = cc.pick_ports({"rgw": port, "mon_v1": port, "mon_v2": 0})
     assert port not in chosen.values()
     assert len(set(chosen.values())) == 3
+    again = cc.pick_ports({"rgw": chosen["rgw"]}, taken={chosen["rgw"]})
+    assert again["rgw"] != chosen["rgw"]
 
 
 def test_pid_listens_on() -> None:
@@ -132,17 +134,47 @@ def test_session_cluster_is_really_ours(ceph_s3) -> None:
         assert cc.pid_is_ours(pid, name, ceph_s3.workdir), name
 
 
-def test_second_cluster_gets_free_ports_and_cleans_up(
-    ceph_s3, tmp_path_factory: pytest.TempPathFactory
+def _processes_using(workdir: Path) -> dict[int, str]:
+    """PID -> binary of every process started with ``workdir``'s ceph.conf."""
+    found = {}
+    conf = str(workdir / "ceph.conf")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = [a.decode() for a in (entry / "cmdline").read_bytes().split(b"\0") if a]
+        except OSError:
+            continue
+        if conf in args:
+            found[int(entry.name)] = os.path.basename(args[0])
+    return found
+
+
+def test_second_cluster_survives_a_port_race_and_cleans_up(
+    ceph_s3, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While the session cluster holds its ports, another one picks free ones; stop leaves nothing."""
+    """While the session cluster holds the usual ports, another cluster starts on free ones. Its
+    first radosgw port is 'stolen' by an impostor that answers like RGW (what a concurrent test
+    run looks like): the attempt is abandoned, its daemons stopped, and a retry succeeds."""
+    impostor = http.server.HTTPServer(("127.0.0.1", 0), _FakeRgw)
+    threading.Thread(target=impostor.serve_forever, daemon=True).start()
+    real_pick, stolen = cc.pick_ports, []
+
+    def pick(preferred: dict[str, int], taken=frozenset()) -> dict[str, int]:
+        if "rgw" in preferred and not stolen:
+            stolen.append(impostor.server_address[1])
+            return {"rgw": stolen[0]}
+        return real_pick(preferred, taken)
+
+    monkeypatch.setattr(cc, "pick_ports", pick)
     workdir = Path(os.path.realpath(tmp_path_factory.mktemp("c2")))
     cluster = cc.CephCluster(workdir, die_with_parent=True)
     try:
         state = cluster.start()
         session_port = int(ceph_s3.endpoint.rsplit(":", 1)[1])
-        assert state.ports["rgw"] != session_port
+        assert state.ports["rgw"] not in (session_port, stolen[0])
         assert cluster.running()
+        assert _processes_using(workdir) == {pid: name for name, pid in state.pids.items()}  # no leftovers
         assert json.loads((workdir / cc.STATE_FILE).read_text())["pids"] == state.pids
         fs = pafs.S3FileSystem(
             access_key=state.access_key,
@@ -158,23 +190,29 @@ def test_second_cluster_gets_free_ports_and_cleans_up(
         # the two clusters are separate stores
         assert ceph_s3.filesystem().get_file_info("second/x").type == pafs.FileType.NotFound
     finally:
+        impostor.shutdown()
+        impostor.server_close()
         started = time.monotonic()
         cluster.stop()
         stop_seconds = time.monotonic() - started
-    assert not any(cc.pid_is_ours(pid, name, workdir) for name, pid in state.pids.items())
+    assert _processes_using(workdir) == {}
     assert not (workdir / cc.STATE_FILE).exists()
     assert stop_seconds < 8, f"stop took {stop_seconds:.1f} s"
 
 
-def test_failed_start_stops_what_it_started(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
-    """If radosgw cannot start (its port got taken), the monitor and OSD already running are stopped."""
+def test_failed_start_stops_what_it_started(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure that is not a port race is not retried, and the daemons already up are stopped."""
     workdir = Path(os.path.realpath(tmp_path_factory.mktemp("c3")))
-    with _listener() as taken:
-        real_pick = cc.pick_ports
-        monkeypatch.setattr(cc, "pick_ports", lambda: {**real_pick(), "rgw": taken.getsockname()[1]})
-        cluster = cc.CephCluster(workdir, die_with_parent=True)
-        with pytest.raises(cc.CephStartError, match="was taken"):
-            cluster.start()
+
+    def broken_rgw(self: cc.CephCluster) -> None:
+        raise cc.CephStartError("radosgw would not start")
+
+    monkeypatch.setattr(cc.CephCluster, "_start_rgw", broken_rgw)
+    cluster = cc.CephCluster(workdir, die_with_parent=True)
+    with pytest.raises(cc.CephStartError, match="would not start"):
+        cluster.start()
     assert cluster.state is not None
     assert set(cluster.state.pids) == {"ceph-mon", "ceph-osd"}
-    assert not any(cc.pid_is_ours(pid, name, workdir) for name, pid in cluster.state.pids.items())
+    assert _processes_using(workdir) == {}
