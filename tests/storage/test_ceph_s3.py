@@ -106,13 +106,13 @@ def test_duckdb_over_delta_version_on_ceph(ceph_tier: Tier) -> None:
     )
     con = duckdb.connect()
     con.register("v0", ds)
-    assert con.execute("select doc from v0 where k = ?", [4242]).fetchall() == [("d4242",)]
-    assert con.execute("select count(*), max(k) from v0").fetchall() == [(5000, 4999)]  # v0: no late row
+    assert con.sql("select doc from v0 where k = ?", params=[4242]).fetchall() == [("d4242",)]
+    assert con.sql("select count(*), max(k) from v0").fetchall() == [(5000, 4999)]  # v0: no late row
     ds1 = DeltaTable(uri, version=1, storage_options=opts).to_pyarrow_dataset(
         filesystem=ceph_tier.subtree("releases/lookup")
     )
     con.register("v1", ds1)
-    assert con.execute("select count(*), max(k) from v1").fetchall() == [(5001, 10_000)]
+    assert con.sql("select count(*), max(k) from v1").fetchall() == [(5001, 10_000)]
 
 
 def test_wrong_credentials_are_rejected(ceph_s3) -> None:
