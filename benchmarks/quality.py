@@ -264,18 +264,14 @@ def compare(ours: dict[str, list], theirs: dict[str, dict]) -> dict[str, dict[st
                 for i in np.flatnonzero(~same & in_bounds)[:5]
             ],
         }
-    both_kept = [
-        (o, r["c4_text"]) for o, r in zip(ours["c4_text"], ref, strict=True) if o is not None and r["c4_text"]
-    ]
+    both_kept = [(o, r["c4_text"]) for o, r in zip(ours["c4_text"], ref, strict=True) if o is not None and r["c4_text"]]
     report["c4"]["text_agreement"] = float(np.mean([o == t for o, t in both_kept])) if both_kept else 1.0
     report["_population"] = {"docs": len(ids), "in_bounds": int(in_bounds.sum())}
     return report
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=None, help="only the first N documents")
     parser.add_argument("--processes", type=int, default=1, choices=(1, 2), help="processes for our side")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
@@ -298,9 +294,7 @@ def main() -> int:
     ours_dps, dt_dps = n_docs / our_seconds, n_docs / dt_seconds
     report = compare(ours, theirs)
     print(f"ours      : {ours_dps:10,.0f} docs/s  ({our_seconds:.1f} s, {args.processes} process(es))")
-    print(
-        f"datatrove : {dt_dps:10,.0f} docs/s  ({dt_seconds:.1f} s, LocalPipelineExecutor tasks=2 workers=2)"
-    )
+    print(f"datatrove : {dt_dps:10,.0f} docs/s  ({dt_seconds:.1f} s, LocalPipelineExecutor tasks=2 workers=2)")
     print(f"speed-up  : {ours_dps / dt_dps:.1f}x (target {TARGET_SPEEDUP:.0f}x)")
     pop = report["_population"]
     print(f"agreement over {pop['in_bounds']:,} docs within Gopher word bounds in both (of {pop['docs']:,}):")
@@ -315,8 +309,7 @@ def main() -> int:
         for example in r["examples"]:
             print(f"      e.g. {example['id']}: ours {example['ours']}, datatrove {example['datatrove']}")
     met = ours_dps / dt_dps >= TARGET_SPEEDUP and all(
-        report[k]["agreement_in_bounds"] >= TARGET_AGREEMENT
-        for k in ("gopher_quality", "gopher_repetition", "c4")
+        report[k]["agreement_in_bounds"] >= TARGET_AGREEMENT for k in ("gopher_quality", "gopher_repetition", "c4")
     )
     print("targets met" if met else "targets NOT met")
     if args.json:

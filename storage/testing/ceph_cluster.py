@@ -239,9 +239,7 @@ class CephCluster:
                 self.stop(remove=False)
                 if attempt == self.attempts:
                     raise
-                log.warning(
-                    "ceph start attempt %d lost a port race (%s); retrying on fresh ports", attempt, exc
-                )
+                log.warning("ceph start attempt %d lost a port race (%s); retrying on fresh ports", attempt, exc)
                 self._wipe()
             except BaseException:
                 self.stop(remove=False)
@@ -436,9 +434,7 @@ rgw enable usage log = false
                 log_path = self._log(log_name)
                 tail = f"{_log_tail(log_path)}\n{_log_tail(self.workdir / 'log' / f'{daemon}.out', 10)}"
                 error = CephPortConflictError if "Address already in use" in tail else CephStartError
-                raise error(
-                    f"{daemon} exited with {proc.returncode} waiting for {what}; log {log_path}:\n{tail}"
-                )
+                raise error(f"{daemon} exited with {proc.returncode} waiting for {what}; log {log_path}:\n{tail}")
             try:
                 if check():
                     return

@@ -13,9 +13,7 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 
-def append_rows(
-    uri: str, options: dict[str, str], writer: int, rows: int, barrier: Any, results: Any
-) -> None:
+def append_rows(uri: str, options: dict[str, str], writer: int, rows: int, barrier: Any, results: Any) -> None:
     """Wait at ``barrier`` for the other writers, then append ``rows`` rows tagged ``writer``."""
     table = pa.table(
         {

@@ -78,9 +78,7 @@ def test_lorem_ipsum_and_curly_bracket_drop_the_sample():
 
 
 def test_switches_disable_rules():
-    op = C4Quality(
-        {"filter_no_terminal_punct": False, "min_num_sentences": None, "filter_curly_bracket": False}
-    )
+    op = C4Quality({"filter_no_terminal_punct": False, "min_num_sentences": None, "filter_curly_bracket": False})
     out, recs = run(op, ["no punctuation at the end\nshort { line here"])
     assert recs[0]["verdict"] == "kept"
     assert set(rules_of(recs[0])) == {"lorem_ipsum"}

@@ -43,9 +43,7 @@ def test_char_duplicates_ratio():
 
 
 def test_list_ratio_and_empty():
-    listy = "\n".join(
-        f"Item {i} here." for i in range(40)
-    )  # 40 lines, 4 words each: 39/160 newlines per word
+    listy = "\n".join(f"Item {i} here." for i in range(40))  # 40 lines, 4 words each: 39/160 newlines per word
     very_listy = "\n".join(f"Item{i}." for i in range(40))
     _, recs = run(FineWebQuality({"short_line_thr": None}), [listy, very_listy, "  \n \n"])
     assert recs[0]["verdict"] == "kept"

@@ -64,9 +64,7 @@ def test_bullet_and_ellipsis_lines():
             out.append(line)
         return "\n".join(out)
 
-    _, recs = run(
-        GopherQuality({"max_symbol_word_ratio": None}), [lines(9, 0), lines(10, 0), lines(0, 3), lines(0, 4)]
-    )
+    _, recs = run(GopherQuality({"max_symbol_word_ratio": None}), [lines(9, 0), lines(10, 0), lines(0, 3), lines(0, 4)])
     assert [r["reason"] for r in recs] == [
         None,
         "gopher_quality:bullet_lines_ratio",

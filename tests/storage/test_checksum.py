@@ -37,8 +37,7 @@ def test_chunking_does_not_change_the_digest(tmp_path: Path) -> None:
     data = os.urandom(100_003)
     _write(tier, "blob", data)
     digests = {
-        digest_stream(tier.filesystem, tier.path("blob"), chunk_bytes=n).hexdigest
-        for n in (1, 7, 4096, 1 << 20)
+        digest_stream(tier.filesystem, tier.path("blob"), chunk_bytes=n).hexdigest for n in (1, 7, 4096, 1 << 20)
     }
     assert digests == {xxhash.xxh3_128_hexdigest(data)}
 

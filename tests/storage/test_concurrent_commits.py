@@ -27,8 +27,7 @@ def _run_round(uri: str, options: dict[str, str], first_writer: int) -> None:
     barrier, results = ctx.Barrier(WRITERS), ctx.Queue()
     writers = range(first_writer, first_writer + WRITERS)
     procs = [
-        ctx.Process(target=append_rows, args=(uri, options, w, ROWS_PER_WRITER, barrier, results))
-        for w in writers
+        ctx.Process(target=append_rows, args=(uri, options, w, ROWS_PER_WRITER, barrier, results)) for w in writers
     ]
     for p in procs:
         p.start()

@@ -186,9 +186,7 @@ def test_delta_version_read_through_handler(tmp_path: Path, fs: pafs.FileSystem)
     local = tmp_path / "t"
     write_deltalake(str(local), pa.table({"k": [1, 2]}))
     write_deltalake(str(local), pa.table({"k": [3]}), mode="append")
-    pafs.copy_files(
-        str(local), "/lineage/t", source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs
-    )
+    pafs.copy_files(str(local), "/lineage/t", source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
     sub = pafs.SubTreeFileSystem("/lineage/t", fs)
     for version, keys in ((0, [1, 2]), (1, [1, 2, 3])):
         ds = DeltaTable(str(local), version=version).to_pyarrow_dataset(filesystem=sub)
