@@ -49,7 +49,7 @@ def main_callback(verbose: Annotated[bool, typer.Option("--verbose", "-v", help=
 
 
 def _fail(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(1)
 
 
