@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 VENV=benchmarks/.venv
-PACKAGES=(datatrove spacy regex rensa)  # datatrove's text utils import regex (its "processing" extra)
+PACKAGES=(datatrove spacy regex orjson rensa)  # regex, orjson: datatrove extras its text utils and JsonlReader need
 
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"

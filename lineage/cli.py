@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import logging
 import sys
@@ -16,7 +17,11 @@ from rich.table import Table
 
 from lineage.settings import Settings, get_settings
 
-app = typer.Typer(no_args_is_help=True, help="Versioned LLM training data with sample-level lineage.")
+app = typer.Typer(
+    no_args_is_help=True,
+    help="Versioned LLM training data with sample-level lineage.",
+    pretty_exceptions_enable=False,  # an unexpected error prints a plain traceback, not pages of locals
+)
 release_app = typer.Typer(no_args_is_help=True, help="Publish, list and inspect releases (NAME@TAG).")
 tier_app = typer.Typer(no_args_is_help=True, help="Copy, move and verify releases across storage tiers.")
 app.add_typer(release_app, name="release")
@@ -44,7 +49,7 @@ def main_callback(verbose: Annotated[bool, typer.Option("--verbose", "-v", help=
 
 
 def _fail(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(1)
 
 
@@ -114,12 +119,13 @@ def _guard(action: Any) -> Any:
     """Turn expected user-facing errors into one clear line instead of a traceback."""
     from pydantic import ValidationError
 
+    from lineage.qc import GateError
     from lineage.releases import ReleaseError
     from pipelines.runner import RunError
 
     try:
         return action()
-    except (ReleaseError, RunError, KeyError, FileNotFoundError, ValueError, ValidationError) as exc:
+    except (ReleaseError, GateError, RunError, KeyError, FileNotFoundError, ValueError, ValidationError) as exc:
         _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
 
 
@@ -154,17 +160,90 @@ def release_publish(
     ref: Annotated[str, typer.Argument(help="NAME@TAG")],
     dataset: Annotated[str | None, typer.Option(help="Dataset to release (default: NAME).")] = None,
     version: Annotated[int | None, typer.Option(help="Dataset version (default: latest).")] = None,
+    gate: Annotated[
+        Path | None, typer.Option(help="Release config (TOML) whose [gate] table lists publish conditions.")
+    ] = None,
+    override: Annotated[str | None, typer.Option(help="Publish despite failed gate conditions; the reason.")] = None,
 ) -> None:
     """Publish a dataset version as NAME@TAG (immutable; same content again is a no-op)."""
+    from lineage.qc import GateConfig
     from lineage.releases import publish
 
-    release, created = _guard(lambda: publish(_catalog(), _settings(), ref, dataset=dataset, version=version))
+    config = None
+    if gate is not None:
+        import tomllib
+
+        data = tomllib.loads(gate.read_text(encoding="utf-8"))
+        config = _guard(lambda: GateConfig.model_validate(data.get("gate", data)))
+    release, created = _guard(
+        lambda: publish(
+            _catalog(),
+            _settings(),
+            ref,
+            dataset=dataset,
+            version=version,
+            gate=config,
+            override_reason=override,
+            created_by=getpass.getuser(),
+        )
+    )
     verb = "published" if created else "already published (same content), nothing to do:"
     console.print(
         f"[green]{verb}[/] {release.ref} -> {release.manifest['dataset']} "
         f"v{release.manifest['dataset_version']} ({release.manifest['row_count']:,} samples, "
         f"digest {release.content_digest[:12]})"
     )
+    if created and release.gate and release.gate.get("override"):
+        console.print(f"[yellow]gate overridden[/]: {release.gate['override']['reason']}")
+
+
+@release_app.command("report")
+def release_report(
+    ref: Annotated[str, typer.Argument(help="NAME@TAG")],
+    out: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
+) -> None:
+    """Write the release's QC report as a self-contained HTML page with charts."""
+    from lineage.qc import report_html
+    from lineage.releases import get_release
+
+    with _catalog().session() as s:
+        release = _guard(lambda: get_release(s, ref))
+        html = report_html(release.ref, release.manifest["qc"], release.gate)
+    out.write_text(html, encoding="utf-8")
+    console.print(f"wrote {out}")
+
+
+def print_qc(qc: dict[str, Any], gate: dict[str, Any] | None) -> None:
+    rules = Table(title="Quality rules")
+    for col in ("operator", "rule", "dropped", "modified", "failed"):
+        rules.add_column(col, justify="left" if col in ("operator", "rule") else "right")
+    for r in qc["rules"]:
+        rules.add_row(r["operator"], r["rule"], f"{r['dropped']:,}", f"{r['modified']:,}", f"{r['failed']:,}")
+    console.print(rules)
+    sources = Table(title="Drop rate per source")
+    for col in ("source", "kept", "dropped", "drop rate"):
+        sources.add_column(col, justify="left" if col == "source" else "right")
+    for src in qc["sources"]:
+        sources.add_row(src["source"], f"{src['kept']:,}", f"{src['dropped']:,}", f"{100 * src['drop_rate']:.2f}%")
+    console.print(sources)
+    lengths = ", ".join(
+        f"{b['from']}{'+' if b['to'] is None else '-' + str(b['to'])}: {b['count']:,}"
+        for b in qc["length_histogram"]
+        if b["count"]
+    )
+    console.print(f"length (chars): {lengths}")
+    console.print("scripts: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in qc["scripts"].items()))
+    console.print(
+        f"exact-duplicate rate: {100 * qc['exact_duplicate_rate']:.3f}%; rule sets: "
+        f"{', '.join(qc['rule_sets']) or 'none'}"
+    )
+    if gate:
+        for g in gate["results"]:
+            mark = "[green]pass[/]" if g["passed"] else "[red]FAIL[/]"
+            console.print(f"gate {escape(g['condition'])}: {g['measured']} (limit {g['limit']}) {mark}")
+        if gate.get("override"):
+            o = gate["override"]
+            console.print(f"gate overridden by {o['by']} at {o['at']}: {o['reason']}")
 
 
 @release_app.command("list")
@@ -220,6 +299,7 @@ def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
         used = last_used(s, release)
         console.print(f"last used: {used:%Y-%m-%d %H:%M}" if used else "last used: never")
         print_counts(m["quality"])
+        print_qc(m["qc"], release.gate)
 
 
 @release_app.command("pin")
@@ -408,6 +488,42 @@ def export(
             lambda: export_release(_catalog(), _settings(), ref, out, fmt, lambda n: progress.advance(task, n))
         )
     console.print(f"wrote {rows:,} samples to {path}")
+
+
+@app.command()
+def dedupe(
+    inputs: Annotated[list[Path], typer.Argument(help="JSONL (plain or .gz) or Parquet files.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output file (one input) or folder.")],
+    threshold: Annotated[float, typer.Option(help="Jaccard similarity that counts as a duplicate.")] = 0.8,
+    num_perm: Annotated[int, typer.Option(help="MinHash permutations.")] = 128,
+    ngram: Annotated[int, typer.Option(help="Shingle size: words, or characters for CJK text.")] = 5,
+    engine: Annotated[str, typer.Option(help="local, spark or ray.")] = "local",
+    text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
+    id_field: Annotated[str | None, typer.Option(help="Field whose values name records in the report.")] = None,
+) -> None:
+    """Remove near-duplicates from files: kept records in the input's format, plus a report."""
+    from lineage.dedupe_files import dedupe_files
+
+    summary = _guard(
+        lambda: dedupe_files(
+            inputs,
+            output,
+            settings=_settings(),
+            threshold=threshold,
+            num_perm=num_perm,
+            ngram=ngram,
+            engine=engine,
+            text_field=text_field,
+            id_field=id_field,
+        )
+    )
+    console.print(
+        f"{summary.records:,} records in {summary.inputs} file(s): kept {summary.kept:,}, dropped "
+        f"{summary.dropped:,} near-duplicates, quarantined {summary.quarantined:,}"
+    )
+    for path in summary.outputs:
+        console.print(f"wrote {path}")
+    console.print(f"duplicates report: {summary.report}")
 
 
 @app.command()

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
+from lineage.qc import GateConfig, GateError, build_report, evaluate_gate
 from lineage.settings import Settings
 from storage.checksum import file_digest
 from storage.delta import version_files
@@ -94,8 +95,14 @@ def publish(
     dataset: str | None = None,
     version: int | None = None,
     created_by: str = "local",
+    gate: GateConfig | None = None,
+    override_reason: str | None = None,
 ) -> tuple[Release, bool]:
-    """Publish ``ref``; returns (release, created). Same content again: no-op. Different: refused."""
+    """Publish ``ref``; returns (release, created). Same content again: no-op. Different: refused.
+
+    With a ``gate``, failed conditions refuse the release (``GateError`` names each one with its
+    measured value) unless ``override_reason`` is given: the override is recorded with who and when.
+    """
     from pipelines.runner import latest_version  # runner imports the catalog; avoid a cycle at import
 
     name, tag = parse_ref(ref)
@@ -114,6 +121,17 @@ def publish(
                 f"({pinned.dataset.name} v{pinned.version}, digest {existing.content_digest[:12]}); "
                 f"releases are immutable: publish a new tag"
             )
+        manifest["qc"] = build_report(s, dv, settings)
+        gate_record = None
+        if gate is not None:
+            results = evaluate_gate(manifest["qc"], gate)
+            failures = [r for r in results if not r["passed"]]
+            if failures and not override_reason:
+                raise GateError(failures)
+            gate_record = {"conditions": gate.model_dump(), "results": results, "override": None}
+            if failures:
+                gate_record["override"] = {"by": created_by, "at": utcnow().isoformat(), "reason": override_reason}
+                log.warning("release %s published over a failed gate by %s: %s", ref, created_by, override_reason)
         release = Release(
             name=name,
             tag=tag,
@@ -121,6 +139,7 @@ def publish(
             content_digest=digest,
             manifest=manifest,
             created_by=created_by,
+            gate=gate_record,
         )
         release.dataset_version = dv
         s.add(release)

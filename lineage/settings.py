@@ -66,10 +66,10 @@ class Settings(BaseSettings):
     batch_rows: int = 4096
     max_record_bytes: int = 8 * 1024 * 1024
     quarantine_raw_bytes: int = 4096
-    duckdb_memory_limit: str = "512MB"
+    duckdb_memory_limit: str = "256MB"
     parquet_row_group_rows: int = 65536
     parquet_file_rows: int = 1_000_000
-    group_partition_rows: int = 1_000_000  # rows of key columns a group step holds in memory at once
+    group_partition_rows: int = 250_000  # rows of key columns a group step holds in memory at once
     sort_bucket_bytes: int = 64 * 1024 * 1024  # final sorts run per sample-id bucket of about this size
 
     @model_validator(mode="after")

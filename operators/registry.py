@@ -16,6 +16,7 @@ _REGISTRY: dict[str, str] = {
     "quality_gopher_repetition": "operators.quality:GopherRepetition",
     "quality_c4": "operators.quality:C4Quality",
     "quality_fineweb": "operators.quality:FineWebQuality",
+    "quality_zh": "operators.quality:ChineseQuality",
 }
 
 

@@ -85,6 +85,8 @@ def parse_hdfs_uri(uri: str) -> HdfsLocation:
         host = parts.hostname or ""
         if not host:
             raise ValueError(f"HDFS URI {uri!r} has a port but no host")
+        if ":" in host:  # IPv6 literal: keep the brackets, or the port becomes ambiguous
+            host = f"[{host}]"
         authority = f"{host}:{port}" if port is not None else host
     return HdfsLocation(scheme=scheme, authority=authority, path=_normalise(parts.path or "/", uri))
 
@@ -115,6 +117,8 @@ class HdfsHandler(pafs.FileSystemHandler):
         return "hdfs-native"
 
     def equals(self, other: Any) -> bool:
+        """Same namenode (accepts the other handler or a PyFileSystem wrapping it)."""
+        other = getattr(other, "handler", other)
         return (
             isinstance(other, HdfsHandler)
             and other._location.scheme == self._location.scheme

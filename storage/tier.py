@@ -18,10 +18,12 @@ import pyarrow.fs as pafs
 
 from lineage.settings import Settings, TierConfig, get_settings
 
-# Control characters break object keys and log lines. '?' and '#' would end the path part of the
-# URI that deltalake parses, and '%' is percent-decoded by it (``%2e%2e`` becomes ``..``) but kept
-# literally by pyarrow: with any of them, `uri()` and `path()` could name different objects.
-_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\?#%]")
+# Control characters break object keys and log lines; a backslash is a separator to some parsers.
+_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]")
+# In a URI (what deltalake parses) '%' is percent-decoded (``%2e%2e`` becomes ``..``) and '?'/'#'
+# end the path, while pyarrow keeps all three literally: refused in `uri()` only, so raw inputs
+# named like "50%.jsonl" stay readable through `path()` and glob patterns may use '?'.
+_URI_FORBIDDEN = re.compile(r"[%?#]")
 
 
 class TierPathError(ValueError):
@@ -29,12 +31,12 @@ class TierPathError(ValueError):
 
 
 def confine(relative: str) -> str:
-    """Normalise a tier-relative path; refuse anything that could escape or misaddress the root.
+    """Normalise a tier-relative path; refuse anything that could escape the root.
 
     Refused: absolute paths, any ``..`` segment (even ``a/../b``: clients disagree on whether
-    ``..`` is resolved; pyarrow's S3 keeps it literally, URL parsers resolve it), backslashes,
-    control characters, ``?``, ``#``, ``%`` (so no percent-encoded ``..`` or ``/`` can reach a
-    URL parser). Empty and ``.`` segments are dropped.
+    ``..`` is resolved; pyarrow's S3 keeps it literally, URL parsers resolve it), backslashes and
+    control characters. Empty and ``.`` segments are dropped. ``%``, ``?`` and ``#`` are allowed
+    here (they are literal for pyarrow filesystems) but refused by :meth:`Tier.uri`.
     """
     if not isinstance(relative, str):
         raise TierPathError(f"tier paths are strings, got {type(relative).__name__}")
@@ -49,6 +51,22 @@ def confine(relative: str) -> str:
         raise TierPathError(f"tier path {relative!r} contains '..'")
     norm = posixpath.normpath(relative)
     return "" if norm == "." else norm
+
+
+def confine_for_uri(relative: str) -> str:
+    """:func:`confine`, and also refuse ``%``, ``?`` and ``#``, which a URL parser interprets."""
+    norm = confine(relative)
+    bad = _URI_FORBIDDEN.search(norm)
+    if bad:
+        raise TierPathError(
+            f"tier path {relative!r} contains {bad.group()!r}, which a URL parser would decode or cut at"
+        )
+    return norm
+
+
+def _under(base: str, rel: str) -> str:
+    """``base`` joined with a confined relative path (a root of "/" gives "/x", not "//x")."""
+    return f"{base.rstrip('/')}/{rel}" if rel else base
 
 
 def _join(parts: tuple[str, ...]) -> str:
@@ -99,7 +117,7 @@ def _split_scheme(root: str, schemes: tuple[str, ...]) -> tuple[str, str]:
 
 def _clean_root_path(path: str, root: str) -> str:
     try:
-        return confine(path.strip("/"))
+        return confine_for_uri(path.strip("/"))
     except TierPathError as exc:
         raise ValueError(f"tier root {root!r} is not a clean path: {exc}") from None
 
@@ -141,13 +159,11 @@ class Tier:
     # -- addressing -------------------------------------------------------------------------
     def path(self, *parts: str) -> str:
         """Filesystem path (for :attr:`filesystem`) of a tier-relative path."""
-        rel = _join(parts)
-        return f"{self._fs_root}/{rel}" if rel else self._fs_root
+        return _under(self._fs_root, _join(parts))
 
     def uri(self, *parts: str) -> str:
         """Full URI (for deltalake and for provenance) of a tier-relative path."""
-        rel = _join(parts)
-        return f"{self._root}/{rel}" if rel else self._root
+        return _under(self._root, confine_for_uri(_join(parts)))
 
     def relative(self, uri_or_path: str) -> str:
         """Inverse of :meth:`uri`/:meth:`path`: the tier-relative path, or an error if outside.
@@ -162,10 +178,11 @@ class Tier:
             candidate = "s3://" + candidate[len("s3a://") :]
         candidate = candidate.rstrip("/") or candidate
         for base in (self._root, self._fs_root):
-            if candidate == base:
+            prefix = base.rstrip("/") + "/"
+            if candidate in (base, prefix.rstrip("/")):
                 return ""
-            if candidate.startswith(base + "/"):
-                rest = candidate[len(base) + 1 :]
+            if candidate.startswith(prefix):
+                rest = candidate[len(prefix) :]
                 if "://" in base:
                     rest = urllib.parse.unquote(rest)
                 return confine(rest)

@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ def test_a_skipped_test_fails_the_session(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},  # conftest imports tests.*
     )
     assert result.returncode == 1, result.stdout
     assert "only HDFS tests may skip" in result.stdout

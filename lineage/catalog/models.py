@@ -101,6 +101,8 @@ class Release(Base):
     content_digest: Mapped[str] = mapped_column(String(64))
     manifest: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
     state: Mapped[str] = mapped_column(String(20), default="published")  # published|deprecated
+    # publish gate: conditions, measured results, and an admin override (who, when, why) if any
+    gate: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_by: Mapped[str] = mapped_column(String(200), default="")
     published_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
     deprecated_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -7,6 +7,7 @@ import logging
 import os
 import socket
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -114,22 +115,31 @@ class ReleaseReader:
         parts = [self.files.parquet(b.file).read_row_group(b.row_group, columns=self.columns) for b in blocks]
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
+    def _windows(self, order: EpochOrder) -> Iterator[pa.Table]:
+        """This rank's windows, permuted; the next window is read in the background meanwhile."""
+        pieces = [piece for lo, hi in self.shard.ranges(self.consumed) for piece in order.slices(lo, hi)]
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch") as pool:
+            ahead = pool.submit(self._read_window, pieces[0].blocks) if pieces else None
+            for k, piece in enumerate(pieces):
+                assert ahead is not None
+                table = ahead.result()
+                ahead = pool.submit(self._read_window, pieces[k + 1].blocks) if k + 1 < len(pieces) else None
+                yield table.take(pa.array(piece.rows))
+
     def _batches(self) -> Iterator[pa.RecordBatch]:
         order = EpochOrder(
             self.blocks, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window_blocks=self.window_blocks
         )
         pending: list[pa.Table] = []
         pending_rows = 0
-        for lo, hi in self.shard.ranges(self.consumed):
-            for piece in order.slices(lo, hi):
-                table = self._read_window(piece.blocks).take(pa.array(piece.rows))
-                pending.append(table)
-                pending_rows += table.num_rows
-                while pending_rows >= self.batch_size:
-                    merged = pa.concat_tables(pending)
-                    yield from merged.slice(0, self.batch_size).combine_chunks().to_batches()
-                    rest = merged.slice(self.batch_size)
-                    pending, pending_rows = [rest], rest.num_rows
+        for table in self._windows(order):
+            pending.append(table)
+            pending_rows += table.num_rows
+            while pending_rows >= self.batch_size:
+                merged = pa.concat_tables(pending)
+                yield from merged.slice(0, self.batch_size).combine_chunks().to_batches()
+                rest = merged.slice(self.batch_size)
+                pending, pending_rows = [rest], rest.num_rows
         if pending_rows:
             yield from pa.concat_tables(pending).combine_chunks().to_batches()
 

@@ -15,10 +15,13 @@ from operators.quality.default import DefaultParams, DefaultQuality
 from operators.quality.fineweb import FineWebParams, FineWebQuality
 from operators.quality.gopher_quality import GopherQuality, GopherQualityParams
 from operators.quality.gopher_repetition import GopherRepetition, GopherRepetitionParams
+from operators.quality.report import rule_counts
 from operators.quality.scripts import script_counts, script_distribution
+from operators.quality.zh import ChineseQuality, ZhParams
 
 RULE_SETS: dict[str, type[QualityOperator]] = {
-    cls.rule_set: cls for cls in (DefaultQuality, GopherQuality, GopherRepetition, C4Quality, FineWebQuality)
+    cls.rule_set: cls
+    for cls in (DefaultQuality, GopherQuality, GopherRepetition, C4Quality, FineWebQuality, ChineseQuality)
 }
 
 
@@ -34,6 +37,7 @@ def quality_operator(rule_set: str = "default", params: dict[str, Any] | None = 
 __all__ = [
     "RULE_SETS",
     "C4Params",
+    "ChineseQuality",
     "C4Quality",
     "DefaultParams",
     "DefaultQuality",
@@ -45,6 +49,8 @@ __all__ = [
     "GopherRepetitionParams",
     "QualityOperator",
     "quality_operator",
+    "rule_counts",
     "script_counts",
     "script_distribution",
+    "ZhParams",
 ]

@@ -56,7 +56,7 @@ class QualityOperator(MapOperator):
         verdicts = np.where(
             dropped, Verdict.DROPPED.value, np.where(modified, Verdict.MODIFIED.value, Verdict.KEPT.value)
         )
-        reasons = self._reasons(evaluation, passed, dropped)
+        reasons = self._reasons(evaluation, passed, dropped, modified)
         rules = self._rule_results(evaluation, passed, n)
         modification, samples = self._apply_modifications(batch, evaluation, modified)
         detail = pa.StructArray.from_arrays(
@@ -74,10 +74,18 @@ class QualityOperator(MapOperator):
         log.debug("%s: %d in, %d dropped, %d modified", self.name, n, int(dropped.sum()), int(modified.sum()))
         return OperatorOutput(samples=samples.filter(pa.array(~dropped)), lineage=lineage)
 
-    def _reasons(self, evaluation: Evaluation, passed: np.ndarray, dropped: np.ndarray) -> pa.Array:
-        names = pa.array([f"{self.rule_set}:{r.name}" for r in evaluation.rules] or [""], pa.string())
+    def _reasons(
+        self, evaluation: Evaluation, passed: np.ndarray, dropped: np.ndarray, modified: np.ndarray
+    ) -> pa.Array:
+        """The first failing rule of a dropped sample; ``<rule_set>:lines_removed`` when modified."""
+        names = [f"{self.rule_set}:{r.name}" for r in evaluation.rules] + [
+            f"{self.rule_set}:lines_removed",
+            None,
+        ]
         first_failing = np.argmax(~passed, axis=1) if passed.shape[1] else np.zeros(len(dropped), np.int64)
-        return pc.if_else(pa.array(dropped), names.take(pa.array(first_failing)), pa.scalar(None, pa.string()))
+        k = len(evaluation.rules)
+        index = np.where(dropped, first_failing, np.where(modified, k, k + 1))
+        return pa.array(names, pa.string()).take(pa.array(index))
 
     def _rule_results(self, evaluation: Evaluation, passed: np.ndarray, n: int) -> pa.Array:
         """detail.rules: a list of RULE_RESULT per sample, in the rule set's order."""
@@ -97,7 +105,7 @@ class QualityOperator(MapOperator):
             ],
             fields=list(RULE_RESULT),
         )
-        offsets = pa.array(np.arange(0, n * k + 1, max(k, 1))[: n + 1] if k else np.zeros(n + 1), pa.int32())
+        offsets = pa.array(np.arange(n + 1, dtype=np.int32) * k, pa.int32())
         return pa.ListArray.from_arrays(offsets, results, type=pa.list_(RULE_RESULT))
 
     def _apply_modifications(

@@ -36,6 +36,7 @@ from operators.quality.rules import Evaluation, RuleOutcome, enabled, rule
 from operators.quality.text import as_array, regroup, splitlines, to_numpy, whitespace_word_counts
 from operators.quality.tokenize import Tokens, tokenize
 
+END_PUNCTUATION = (".", "?", "!", '"', "'")
 CITATION = r"\[\d*\]|\[edit\]|\[citation needed\]"
 POLICY = r"terms of use|privacy policy|cookie policy|uses cookies|use of cookies|use cookies"
 _NON_SPACE = r"[^\s\x0b\x1c-\x1f\x{85}\p{Z}]"
@@ -58,6 +59,22 @@ def _long_word_pattern(max_len: int) -> str:
     """RE2 caps repetition counts at 1000, so spell ``{max_len + 1}`` in pieces."""
     need = max_len + 1
     return "".join(f"{_NON_SPACE}{{{min(1000, need - i)}}}" for i in range(0, need, 1000))
+
+
+def _has_long_word(lines: pa.Array, max_len: int) -> np.ndarray:
+    """Lines with a word longer than ``max_len``; the regex only runs on lines long enough."""
+    out = np.zeros(len(lines), dtype=bool)
+    candidates = np.flatnonzero(to_numpy(pc.utf8_length(lines)) > max_len)
+    if len(candidates):
+        out[candidates] = _matches(lines.take(pa.array(candidates)), _long_word_pattern(max_len))
+    return out
+
+
+def _ends_with_any(values: pa.Array, suffixes: tuple[str, ...]) -> np.ndarray:
+    hit = np.zeros(len(values), dtype=bool)
+    for suffix in suffixes:
+        hit |= to_numpy(pc.ends_with(values, suffix), bool)
+    return hit
 
 
 def _matches(values: pa.Array, pattern: str, *, regex: bool = True) -> np.ndarray:
@@ -112,9 +129,10 @@ class C4Quality(QualityOperator):
 
         alive = np.ones(len(raw), dtype=bool)
         if p.max_word_length is not None:
-            alive &= ~_matches(stripped, _long_word_pattern(p.max_word_length))
+            alive &= ~_has_long_word(stripped, p.max_word_length)
         if p.filter_no_terminal_punct:
-            alive &= _matches(line, r"[.?!\"']$") & ~_matches(line, r"\.\.\.$")
+            terminal = _ends_with_any(line, END_PUNCTUATION)
+            alive &= terminal & ~to_numpy(pc.ends_with(line, "..."), bool)
         if p.min_words_per_line is not None:
             alive &= whitespace_word_counts(stripped) >= p.min_words_per_line
         lorem = alive & _matches(lower, "lorem ipsum", regex=False)

@@ -28,6 +28,7 @@ ICON = 1 << 10  # other symbols (category So): always split off
 SENT_END = 1 << 11  # a one-character token that ends a sentence
 UNI_PUNCT = 1 << 12  # Unicode category P* (spaCy's ``is_punct``)
 CURRENCY = 1 << 13
+INFIX = 1 << 14  # may start an infix split (a cheap pre-filter for the tokenizer)
 
 # spaCy English tokenizer character lists (spacy/lang/char_classes.py), as plain sets.
 SPACY_PUNCT = set("…,:;!?¿؟¡()[]{}<>_#*&。？！，、；：～·।،۔؛٪")
@@ -68,5 +69,6 @@ def flag_table() -> np.ndarray:
         (SPACY_CURRENCY, CURRENCY),
     ):
         flags[[ord(c) for c in chars_]] |= flag
-    flags[(flags & ICON) > 0] |= PREFIX | SUFFIX
+    flags[(flags & ICON) > 0] |= PREFIX | SUFFIX | INFIX
+    flags[[ord(c) for c in ".…+-*^,–—~:<>=/"]] |= INFIX
     return flags

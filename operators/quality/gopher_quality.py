@@ -61,14 +61,14 @@ def line_fraction(texts: pa.Array, pattern: str) -> np.ndarray:
 
 
 def distinct_stop_words(tokens: Tokens, stop_words: tuple[str, ...]) -> np.ndarray:
+    """Distinct stop words per sample (exact, case-sensitive token match)."""
     n = len(tokens.offsets) - 1
     if not stop_words:
         return np.zeros(n, dtype=np.int64)
-    stop = np.array([string_hash(w) for w in stop_words], dtype=np.uint64)
+    stop = np.unique(np.array([string_hash(w) for w in stop_words], dtype=np.uint64))
     hashes = tokens.hashes()
-    which = np.searchsorted(np.sort(stop), hashes)
-    which = np.minimum(which, len(stop) - 1)
-    hit = np.sort(stop)[which] == hashes
+    which = np.minimum(np.searchsorted(stop, hashes), len(stop) - 1)
+    hit = stop[which] == hashes
     keys = np.unique(tokens.doc_index[hit] * len(stop) + which[hit])
     return np.bincount(keys // len(stop), minlength=n)
 

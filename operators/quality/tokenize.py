@@ -11,10 +11,10 @@ cost, so we re-implement its rules in one numba kernel over the batch's code poi
    between letters, ``,`` between letters, ``.`` between a lowercase and an uppercase letter,
    ``+-*^`` between digits).
 
-Special cases are reduced to abbreviations with periods (a short list) and English
-contractions (``n't``, ``'re``, ``'ve``, ``'ll``, ``'m``, ``'d``). Emoticons and the
-apostrophe-less contraction spellings (``dont``) are not special here. operators/quality/README.md
-reports how often the result changes a keep/drop decision.
+spaCy's ~1,300 special cases are reduced to the ones that occur in ordinary English: common
+abbreviations with periods, English contractions (``n't``, ``'re``, ``'ve``, ``'ll``, ``'m``,
+``'d``), a few spellings (``cannot``, ``id``, ``and/or``) and emoticons. operators/quality/README.md
+reports how closely this matches spaCy and how often a keep/drop decision differs.
 
 Tokens are (start, end) code-point positions into the batch's concatenated code points.
 """
@@ -68,12 +68,19 @@ def string_hash(text: str) -> np.uint64:
     return span_hash(np.array([ord(c) for c in text], dtype=np.uint32), 0, len(text))
 
 
+_MAX_SPECIAL = 8
+
+
 @cache
-def _special_table() -> tuple[np.ndarray, np.ndarray]:
-    """Special cases as (sorted hashes, first-token lengths)."""
+def _special_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Special cases as (sorted hashes, first-token lengths, a [length, first char] pre-filter)."""
     hashes = np.array([string_hash(w) for w in SPECIAL_CASES], dtype=np.uint64)
     order = np.argsort(hashes)
-    return hashes[order], np.array(list(SPECIAL_CASES.values()), dtype=np.int64)[order]
+    starts = np.zeros((_MAX_SPECIAL + 1, 0x100), dtype=np.bool_)
+    for w in SPECIAL_CASES:
+        assert 2 <= len(w) <= _MAX_SPECIAL and ord(w[0]) < 0x100, w
+        starts[len(w), ord(w[0])] = True
+    return hashes[order], np.array(list(SPECIAL_CASES.values()), dtype=np.int64)[order], starts
 
 
 @cache
@@ -156,9 +163,9 @@ def _has(flags: np.ndarray, cp: np.uint32, flag: int) -> bool:
 
 
 @numba.njit(cache=True, nogil=True)
-def _special_split(cps, s, e, specials, splits) -> int:
+def _special_split(cps, s, e, specials, splits, starts) -> int:
     """-1 if cps[s:e] is no special case, else the length of its first token (0: one token)."""
-    if e - s < 2 or e - s > 8:
+    if e - s < 2 or e - s > _MAX_SPECIAL or cps[s] >= 0x100 or not starts[e - s, cps[s]]:
         return -1
     h = span_hash(cps, s, e)
     i = np.searchsorted(specials, h)
@@ -168,8 +175,8 @@ def _special_split(cps, s, e, specials, splits) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _is_special(cps, s, e, specials, splits) -> bool:
-    return _special_split(cps, s, e, specials, splits) >= 0
+def _is_special(cps, s, e, specials, splits, starts) -> bool:
+    return _special_split(cps, s, e, specials, splits, starts) >= 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -229,7 +236,11 @@ def _suffix_len(cps, flags, s, e, units, unit_lens) -> int:
     if n >= 2 and (c == 115 or c == 83) and (cps[e - 2] == 39 or cps[e - 2] == 0x2019):
         return 2  # 's 'S ’s ’S
     # units / currency after a digit: the leftmost (longest) unit wins
-    for u in range(len(units)):
+    near_digit = False
+    for i in range(max(s, e - unit_lens[0] - 1), e - 1):
+        if _has(flags, cps[i], cc.DIGIT):
+            near_digit = True
+    for u in range(len(units) if near_digit else 0):
         k = unit_lens[u]
         if k < n and _has(flags, cps[e - k - 1], cc.DIGIT):
             match = True
@@ -307,6 +318,22 @@ def _is_url(cps, flags, s, e) -> bool:
 
 
 @numba.njit(cache=True, nogil=True)
+def _all_letters(cps, flags, s, e) -> bool:
+    for i in range(s, e):  # noqa: SIM110 (numba cannot compile a generator)
+        if not _has(flags, cps[i], cc.ALPHA):
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _any_infix_char(cps, flags, s, e) -> bool:
+    for i in range(s, e):  # noqa: SIM110 (numba cannot compile a generator)
+        if _has(flags, cps[i], cc.INFIX):
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
 def _infix_end(cps, flags, s, e, i) -> int:
     """End of an infix match starting at ``i`` (``i`` if none), in spaCy's alternation order."""
     c = cps[i]
@@ -355,20 +382,24 @@ def _emit(starts, ends, k, a, b) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _tokenize_chunk(cps, flags, specials, splits, units, unit_lens, s, e, starts, ends, k, suf_s, suf_e) -> int:
+def _tokenize_chunk(
+    cps, flags, specials, splits, sp_starts, units, unit_lens, s, e, starts, ends, k, suf_s, suf_e
+) -> int:
     """spaCy's _split_affixes + _attach_tokens for one whitespace-delimited chunk."""
+    if _all_letters(cps, flags, s, e) and not _is_special(cps, s, e, specials, splits, sp_starts):
+        return _emit(starts, ends, k, s, e)  # fast path: most chunks are plain words
     n_suf = 0
-    special = _is_special(cps, s, e, specials, splits)
+    special = _is_special(cps, s, e, specials, splits, sp_starts)
     while s < e and not special:
         size = e - s
         pre = _prefix_len(cps, flags, s, e)
-        if pre and s + pre < e and _is_special(cps, s + pre, e, specials, splits):
+        if pre and s + pre < e and _is_special(cps, s + pre, e, specials, splits, sp_starts):
             k = _emit(starts, ends, k, s, s + pre)
             s += pre
             special = True
             break
         suf = _suffix_len(cps, flags, s + pre, e, units, unit_lens)
-        if suf and e - suf > s and _is_special(cps, s, e - suf, specials, splits):
+        if suf and e - suf > s and _is_special(cps, s, e - suf, specials, splits, sp_starts):
             suf_s[n_suf] = e - suf
             suf_e[n_suf] = e
             n_suf += 1
@@ -390,7 +421,7 @@ def _tokenize_chunk(cps, flags, specials, splits, units, unit_lens, s, e, starts
             suf_e[n_suf] = e
             n_suf += 1
             e -= suf
-        if s < e and _is_special(cps, s, e, specials, splits):
+        if s < e and _is_special(cps, s, e, specials, splits, sp_starts):
             special = True
             break
         if e - s == size:
@@ -398,7 +429,7 @@ def _tokenize_chunk(cps, flags, specials, splits, units, unit_lens, s, e, starts
     if s < e:
         contraction = 0 if special else _contraction_split(cps, flags, s, e)
         if special:
-            first = _special_split(cps, s, e, specials, splits)
+            first = _special_split(cps, s, e, specials, splits, sp_starts)
             if first > 0:
                 k = _emit(starts, ends, k, s, s + first)
                 k = _emit(starts, ends, k, s + first, e)
@@ -407,12 +438,16 @@ def _tokenize_chunk(cps, flags, specials, splits, units, unit_lens, s, e, starts
         elif contraction:
             k = _emit(starts, ends, k, s, e - contraction)
             k = _emit(starts, ends, k, e - contraction, e)
-        elif _is_url(cps, flags, s, e):
+        elif not _any_infix_char(cps, flags, s, e) or _is_url(cps, flags, s, e):
+            # a plain word (no "." for a URL, nothing to split) or a URL: one token
             k = _emit(starts, ends, k, s, e)
         else:
             start = s
             i = s
             while i < e:
+                if not _has(flags, cps[i], cc.INFIX):
+                    i += 1
+                    continue
                 j = _infix_end(cps, flags, s, e, i)
                 if j == i:
                     i += 1
@@ -430,7 +465,7 @@ def _tokenize_chunk(cps, flags, specials, splits, units, unit_lens, s, e, starts
 
 
 @numba.njit(cache=True, nogil=True)
-def _tokenize(cps, doc_off, flags, specials, splits, units, unit_lens):
+def _tokenize(cps, doc_off, flags, specials, splits, sp_starts, units, unit_lens):
     n_docs = len(doc_off) - 1
     starts = np.empty(len(cps) + 1, dtype=np.int64)
     ends = np.empty(len(cps) + 1, dtype=np.int64)
@@ -449,7 +484,22 @@ def _tokenize(cps, doc_off, flags, specials, splits, units, unit_lens):
             while j < end and not _has(flags, cps[j], cc.SPACE):
                 j += 1
             if j > i:
-                k = _tokenize_chunk(cps, flags, specials, splits, units, unit_lens, i, j, starts, ends, k, suf_s, suf_e)
+                k = _tokenize_chunk(
+                    cps,
+                    flags,
+                    specials,
+                    splits,
+                    sp_starts,
+                    units,
+                    unit_lens,
+                    i,
+                    j,
+                    starts,
+                    ends,
+                    k,
+                    suf_s,
+                    suf_e,
+                )
             i = j
     tok_off[n_docs] = k
     return starts[:k], ends[:k], tok_off
@@ -517,6 +567,8 @@ def tokenize(texts: pa.Array) -> Tokens:
     """spaCy-like English word tokens of every text in the batch."""
     cps, cp_offsets = code_points(texts)
     units, unit_lens = _units_table()
-    specials, splits = _special_table()
-    starts, ends, offsets = _tokenize(cps, cp_offsets, cc.flag_table(), specials, splits, units, unit_lens)
+    specials, splits, special_starts = _special_table()
+    starts, ends, offsets = _tokenize(
+        cps, cp_offsets, cc.flag_table(), specials, splits, special_starts, units, unit_lens
+    )
     return Tokens(cps, cp_offsets, starts, ends, offsets)

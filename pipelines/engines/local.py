@@ -7,6 +7,7 @@ partitioning, the anti-join that removes dropped samples and the final sort by `
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import shutil
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -34,6 +36,28 @@ from storage.tier import Tier, local_tier
 log = logging.getLogger(__name__)
 
 _DROPPED_SCHEMA = pa.schema([pa.field("sample_id", pa.string(), nullable=False)])
+
+
+_HEX = np.full(256, -1, dtype=np.int64)
+_HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16)
+_HEX[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
+
+
+def _hex_prefix(ids: pa.Array, digits: int) -> np.ndarray:
+    """The value of each id's first ``digits`` hex characters, vectorised (ids are hex hashes)."""
+    prefix = (
+        pc.utf8_slice_codeunits(ids, 0, digits).cast(pa.binary()).combine_chunks()
+        if isinstance(ids, pa.ChunkedArray)
+        else pc.utf8_slice_codeunits(ids, 0, digits).cast(pa.binary())
+    )
+    offsets = np.frombuffer(prefix.buffers()[1], np.int32)[prefix.offset : prefix.offset + len(prefix) + 1]
+    if np.any(np.diff(offsets) != digits):
+        raise ValueError("sample ids must be hex strings")
+    data = np.frombuffer(prefix.buffers()[2], np.uint8)[offsets[0] : offsets[-1]].reshape(-1, digits)
+    values = _HEX[data]
+    if (values < 0).any():
+        raise ValueError("sample ids must be hex strings")
+    return (values * (16 ** np.arange(digits - 1, -1, -1))).sum(axis=1)
 
 
 class LocalEngine(Engine):
@@ -61,6 +85,10 @@ class LocalEngine(Engine):
 
     # -- the job ----------------------------------------------------------------------------
     def execute(self, job: Job) -> JobResult:
+        # Give freed Arrow buffers back to the OS at once: stages free large tables one after
+        # another, and a retaining allocator would make peak RSS the sum of the stages.
+        with contextlib.suppress(NotImplementedError):
+            pa.jemalloc_set_decay_ms(0)
         staging_root = Path(self.settings.staging_dir) / job.run_id
         staging_root.mkdir(parents=True, exist_ok=True)
         staging = local_tier(staging_root, name="staging")
@@ -279,6 +307,33 @@ class LocalEngine(Engine):
         for batch in reader:
             yield conform(batch, SAMPLE_SCHEMA)
 
+    def _bucketize(self, staging: Tier, name: str, files: list[str], schema: pa.Schema, digits: int) -> list[list[str]]:
+        """Split files into 16**digits buckets by the first hex digits of sample_id, streaming.
+
+        Each bucket writer buffers only a small row group, so memory stays flat for any size.
+        """
+        count = 16**digits
+        group_rows = max(512, 65536 // count)
+        writers = [
+            PartWriter(
+                staging,
+                name,
+                f"b{k:0{digits}x}",
+                schema,
+                file_rows=self.settings.parquet_file_rows,
+                row_group_rows=group_rows,
+            )
+            for k in range(count)
+        ]
+        for file in files:
+            for batch in pq.ParquetFile(file).iter_batches(batch_size=self.settings.batch_rows):
+                batch = conform(batch, schema)
+                keys = _hex_prefix(batch.column("sample_id"), digits)
+                for k in np.unique(keys):
+                    writers[k].write(batch.filter(pa.array(keys == k)))
+        buckets = [[staging.path(name, f) for f in w.close()] for w in writers]
+        return [b for b in buckets if b]
+
     def _write_sorted(
         self,
         con: duckdb.DuckDBPyConnection,
@@ -303,18 +358,9 @@ class LocalEngine(Engine):
         digits = 0
         while size / 16**digits > self.settings.sort_bucket_bytes and digits < 3:
             digits += 1
-        if digits == 0:
-            buckets = [files]
-        else:
-            out_dir = staging.path(name)
-            con.sql(
-                f"COPY (SELECT {columns}, substr(sample_id, 1, {digits}) AS _bucket FROM read_parquet(?)) "
-                f"TO '{out_dir}' (FORMAT parquet, PARTITION_BY (_bucket), ROW_GROUP_SIZE 8192)",
-                params=[files],
-            )
-            buckets = [sorted(str(p) for p in d.glob("*.parquet")) for d in sorted(Path(out_dir).glob("_bucket=*"))]
+        buckets = [files] if digits == 0 else self._bucketize(staging, name, files, schema, digits)
         for bucket in buckets:
-            sql = f"SELECT {columns} FROM read_parquet(?, hive_partitioning=false) ORDER BY {order}"
+            sql = f"SELECT {columns} FROM read_parquet(?) ORDER BY {order}"
             for batch in con.sql(sql, params=[bucket]).to_arrow_reader(self.settings.batch_rows):
                 writer.write(conform(batch, schema))
         return writer.close()

@@ -14,6 +14,7 @@ another process. Command line::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import logging
@@ -49,6 +50,15 @@ class CephUnavailableError(RuntimeError):
 
 class CephStartError(RuntimeError):
     """A daemon died or did not become ready in time; the message carries its log tail."""
+
+
+class CephPortConflictError(CephStartError):
+    """A port we picked was taken by someone else before our daemon bound it (another test run
+    starting a cluster at the same moment): worth another attempt on fresh ports."""
+
+
+class CephCommandError(CephStartError):
+    """A Ceph command-line tool failed (while waiting for a daemon, this just means "not yet")."""
 
 
 @dataclass
@@ -91,18 +101,23 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def pick_ports(preferred: dict[str, int] | None = None) -> dict[str, int]:
-    """The usual Ceph ports when free, else free ephemeral ones (another cluster or server may run)."""
+def pick_ports(preferred: dict[str, int], taken: set[int] | frozenset[int] = frozenset()) -> dict[str, int]:
+    """The preferred ports when free, else free ephemeral ones; 0 means "any free port".
+
+    Free *now* only: the caller binds soon after, and a daemon losing the race is detected
+    (:class:`CephPortConflictError`) and retried.
+    """
     chosen: dict[str, int] = {}
-    for name, port in (preferred or PREFERRED_PORTS).items():
-        if port and port_is_free(port) and port not in chosen.values():
+    for name, port in preferred.items():
+        used = set(taken) | set(chosen.values())
+        if port and port not in used and port_is_free(port):
             chosen[name] = port
             continue
         while True:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                 sock.bind(("127.0.0.1", 0))
                 candidate = sock.getsockname()[1]
-            if candidate not in chosen.values():
+            if candidate not in used:
                 chosen[name] = candidate
                 break
     return chosen
@@ -129,12 +144,18 @@ def pid_listens_on(pid: int, port: int) -> bool:
     wanted = listening_inodes(port)
     if not wanted:
         return False
-    fd_dir = Path(f"/proc/{pid}/fd")
     try:
-        links = [os.readlink(fd) for fd in fd_dir.iterdir()]
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
     except OSError:
         return False
-    return any(link.startswith("socket:[") and link[8:-1] in wanted for link in links)
+    for fd in fds:
+        try:
+            link = os.readlink(fd)
+        except OSError:  # closed meanwhile (e.g. the fd of this very listing)
+            continue
+        if link.startswith("socket:[") and link[8:-1] in wanted:
+            return True
+    return False
 
 
 def pid_is_ours(pid: int, binary: str, workdir: Path) -> bool:
@@ -177,12 +198,15 @@ class CephCluster:
         memstore_bytes: int = 1 << 30,
         die_with_parent: bool = False,
         timeout: float = 90.0,
+        attempts: int = 3,
     ) -> None:
         self.workdir = Path(workdir).resolve()
         self.with_mgr = with_mgr
         self.memstore_bytes = memstore_bytes
         self.die_with_parent = die_with_parent
         self.timeout = timeout
+        self.attempts = attempts
+        self._prefer_default_ports = True
         self.state: ClusterState | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -207,47 +231,61 @@ class CephCluster:
         if (self.workdir / STATE_FILE).exists():
             raise CephStartError(f"{self.workdir} already holds a cluster; stop it first")
         started = time.monotonic()
-        try:
-            self._bootstrap()
-        except BaseException:
-            self.stop(remove=False)
-            raise
+        for attempt in range(1, self.attempts + 1):
+            try:
+                self._bootstrap(prefer_default_ports=attempt == 1)
+                break
+            except CephPortConflictError as exc:
+                self.stop(remove=False)
+                if attempt == self.attempts:
+                    raise
+                log.warning("ceph start attempt %d lost a port race (%s); retrying on fresh ports", attempt, exc)
+                self._wipe()
+            except BaseException:
+                self.stop(remove=False)
+                raise
+        assert self.state is not None
         log.info("ceph cluster up at %s in %.1f s", self.state.endpoint, time.monotonic() - started)
         return self.state
 
+    def _wipe(self) -> None:
+        """Empty the work directory between attempts (the directory itself may be a fixture's)."""
+        for child in self.workdir.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        self.state = None
+
     def stop(self, *, remove: bool = False, grace: float = 10.0) -> None:
-        """SIGTERM every recorded daemon (ours only), SIGKILL after ``grace`` s; optionally rm the dir."""
+        """Stop every recorded daemon (ours only) in order, SIGKILL after ``grace`` s; maybe rm the dir.
+
+        One at a time, gateway first and monitor last: an OSD told to stop while the monitor is
+        already gone waits out its 5 s "tell the monitor I am going down" timeout.
+        """
         state = self.state
         if state is None and (self.workdir / STATE_FILE).exists():
             state = ClusterState.load(self.workdir)
         pids = dict(state.pids) if state else {}
-        live: dict[str, int] = {}
         for name in DAEMONS:
             pid = pids.get(name)
-            if pid and pid_is_ours(pid, name, self.workdir):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                    live[name] = pid
-                except ProcessLookupError:
-                    pass
-        deadline = time.monotonic() + grace
-        while live and time.monotonic() < deadline:
-            for name, pid in list(live.items()):
-                if not self._alive(name, pid):
-                    del live[name]
-            time.sleep(0.1)
-        for name, pid in live.items():
-            log.warning("ceph %s (pid %d) ignored SIGTERM for %.0f s; killing it", name, pid, grace)
+            if not pid or not pid_is_ours(pid, name, self.workdir):
+                continue
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 continue
-            self._alive(name, pid, wait=5.0)
+            if self._alive(name, pid, wait=grace):
+                log.warning("ceph %s (pid %d) ignored SIGTERM for %.0f s; killing it", name, pid, grace)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._alive(name, pid, wait=5.0)
         for proc in self._procs.values():  # reap our own children so no zombie remains
             try:
                 proc.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait(timeout=5)
         self._procs.clear()
         (self.workdir / STATE_FILE).unlink(missing_ok=True)
         if remove:
@@ -261,10 +299,14 @@ class CephCluster:
         return alive and pid_listens_on(self.state.pids["radosgw"], self.state.ports["rgw"])
 
     # -- bootstrap steps ------------------------------------------------------------------------
-    def _bootstrap(self) -> None:
+    def _bootstrap(self, prefer_default_ports: bool = True) -> None:
         for sub in ("mon/a", "osd/0", "mgr/x", "rgw", "run", "log"):
             (self.workdir / sub).mkdir(parents=True, exist_ok=True)
-        ports = pick_ports()
+        self._prefer_default_ports = prefer_default_ports
+        # Only the monitor's ports now; radosgw's is picked right before it starts (it binds
+        # about 10 s later, a window in which a concurrent test run could take a port).
+        mon = {k: v for k, v in PREFERRED_PORTS.items() if k.startswith("mon_")}
+        ports = pick_ports(mon if prefer_default_ports else dict.fromkeys(mon, 0))
         self.state = ClusterState(
             workdir=str(self.workdir),
             fsid=str(uuid.uuid4()),
@@ -301,6 +343,8 @@ mon cluster log file = {d}/log/cluster.log
 log to stderr = false
 err to stderr = false
 ms bind ipv6 = false
+ms bind retry count = 2
+ms bind retry delay = 1
 osd pool default size = 1
 osd pool default min size = 1
 osd pool default pg num = 8
@@ -330,7 +374,7 @@ memstore device bytes = {self.memstore_bytes}
 [client.rgw.gw]
 keyring = {d}/rgw/keyring
 rgw data = {d}/rgw
-rgw frontends = beast endpoint=127.0.0.1:{s.ports["rgw"]}
+{f"rgw frontends = beast endpoint=127.0.0.1:{s.ports['rgw']}" if "rgw" in s.ports else ""}
 rgw enable usage log = false
 """
         )
@@ -340,7 +384,7 @@ rgw enable usage log = false
         cmd = [args[0], "-c", str(self.conf), *args[1:]]
         res = subprocess.run(cmd, capture_output=True, text=True, input=input_text, timeout=timeout)
         if res.returncode != 0:
-            raise CephStartError(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
+            raise CephCommandError(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
         return res.stdout
 
     def _spawn(self, name: str, *args: str) -> None:
@@ -365,6 +409,7 @@ rgw enable usage log = false
         log.debug("started %s pid %d", name, proc.pid)
 
     def _alive(self, name: str, pid: int, wait: float = 0.0) -> bool:
+        """Whether daemon ``name`` (pid ``pid``) is still running after waiting up to ``wait`` s."""
         proc = self._procs.get(name)
         if proc is not None and proc.pid == pid:
             try:
@@ -386,15 +431,14 @@ rgw enable usage log = false
         proc = self._procs[daemon]
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise CephStartError(
-                    f"{daemon} exited with {proc.returncode} while waiting for {what}; "
-                    f"log {self._log(log_name)}:\n{_log_tail(self._log(log_name))}\n"
-                    f"{_log_tail(self.workdir / 'log' / f'{daemon}.out', 10)}"
-                )
+                log_path = self._log(log_name)
+                tail = f"{_log_tail(log_path)}\n{_log_tail(self.workdir / 'log' / f'{daemon}.out', 10)}"
+                error = CephPortConflictError if "Address already in use" in tail else CephStartError
+                raise error(f"{daemon} exited with {proc.returncode} waiting for {what}; log {log_path}:\n{tail}")
             try:
                 if check():
                     return
-            except (CephStartError, subprocess.TimeoutExpired, OSError) as exc:
+            except (CephCommandError, subprocess.TimeoutExpired, OSError) as exc:
                 log.debug("waiting for %s: %s", what, exc)
             time.sleep(0.2)
         raise CephStartError(
@@ -464,8 +508,10 @@ rgw enable usage log = false
         out = self._run("ceph", "auth", "get-or-create", "client.rgw.gw",
                         "mon", "allow rw", "osd", "allow rwx", "mgr", "allow rw")  # fmt: skip
         keyring.write_text(out)
-        if not port_is_free(s.ports["rgw"]):
-            raise CephStartError(f"port {s.ports['rgw']} was taken between picking it and starting radosgw")
+        preferred = PREFERRED_PORTS["rgw"] if self._prefer_default_ports else 0
+        s.ports.update(pick_ports({"rgw": preferred}, taken=set(s.ports.values())))
+        s.save()
+        self._write_conf()
         self._spawn("radosgw", "-n", "client.rgw.gw")
         self._wait("radosgw to answer S3 requests", "radosgw", self._rgw_ready, "client.rgw.gw")
 
@@ -483,7 +529,7 @@ rgw enable usage log = false
         if "ListAllMyBucketsResult" not in body:
             return False
         if not pid_listens_on(s.pids["radosgw"], s.ports["rgw"]):
-            raise CephStartError(f"something other than our radosgw answers on port {s.ports['rgw']}")
+            raise CephPortConflictError(f"something other than our radosgw answers on port {s.ports['rgw']}")
         return True
 
     def _create_user(self) -> None:

@@ -8,40 +8,27 @@ several *processes* (spawned: deltalake panics after fork) are released at once 
 from __future__ import annotations
 
 import multiprocessing as mp
-import time
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from storage.testing.delta_writers import append_rows
 from storage.tier import Tier
 
 WRITERS = 6
 ROWS_PER_WRITER = 50
+MAX_ROUNDS = 3  # a round without any collision proves nothing about conditional PUTs: run another
 
 
-def _append(uri: str, options: dict[str, str], writer: int, barrier, results) -> None:
-    """One writer process: wait for the others, then append its own rows in one commit."""
-    table = pa.table(
-        {
-            "writer": pa.array([writer] * ROWS_PER_WRITER, pa.int32()),
-            "seq": pa.array(range(ROWS_PER_WRITER), pa.int32()),
-        }
-    )
-    barrier.wait(timeout=60)
-    started = time.time()
-    write_deltalake(uri, table, mode="append", storage_options=options)
-    results.put((writer, started, time.time()))
-
-
-def test_concurrent_appends_lose_nothing(ceph_tier: Tier) -> None:
-    uri, options = ceph_tier.uri("releases/concurrent"), ceph_tier.storage_options
-    schema = pa.schema([("writer", pa.int32()), ("seq", pa.int32())])
-    write_deltalake(uri, schema.empty_table(), storage_options=options)  # version 0
-
+def _run_round(uri: str, options: dict[str, str], first_writer: int) -> None:
+    """Release WRITERS spawned processes at once; each appends its own rows in one commit."""
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(WRITERS), ctx.Queue()
-    procs = [ctx.Process(target=_append, args=(uri, options, w, barrier, results)) for w in range(WRITERS)]
+    writers = range(first_writer, first_writer + WRITERS)
+    procs = [
+        ctx.Process(target=append_rows, args=(uri, options, w, ROWS_PER_WRITER, barrier, results)) for w in writers
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -51,23 +38,35 @@ def test_concurrent_appends_lose_nothing(ceph_tier: Tier) -> None:
         if p.is_alive():
             p.kill()
     assert exit_codes == [0] * WRITERS, f"writer processes failed: {exit_codes}"
-    finished = sorted(results.get(timeout=5) for _ in range(WRITERS))
-    assert [w for w, _, _ in finished] == list(range(WRITERS))
+    assert sorted(results.get(timeout=5)[0] for _ in writers) == list(writers)
 
-    table = DeltaTable(uri, storage_options=options)
-    assert table.version() == WRITERS
-    history = sorted(table.history(), key=lambda h: h["version"])
-    assert [h["version"] for h in history] == list(range(WRITERS + 1)), "versions must be contiguous"
-    appends = history[1:]
-    assert all(h["operationParameters"]["mode"] == "Append" for h in appends)
-    assert [h["operationMetrics"]["num_added_rows"] for h in appends] == [ROWS_PER_WRITER] * WRITERS
-    # The writers really collided: losers of a version got HTTP 412 from RGW and retried.
-    retries = sum(h["operationMetrics"].get("num_retries", 0) for h in appends)
-    assert retries > 0, "no commit conflict happened, so conditional PUTs were not exercised"
 
-    data = table.to_pyarrow_dataset(filesystem=ceph_tier.subtree("releases/concurrent")).to_table()
-    got = sorted(zip(data.column("writer").to_pylist(), data.column("seq").to_pylist(), strict=True))
-    assert got == [(w, s) for w in range(WRITERS) for s in range(ROWS_PER_WRITER)]
+def test_concurrent_appends_lose_nothing(ceph_tier: Tier) -> None:
+    uri, options = ceph_tier.uri("releases/concurrent"), ceph_tier.storage_options
+    schema = pa.schema([("writer", pa.int32()), ("seq", pa.int32())])
+    write_deltalake(uri, schema.empty_table(), storage_options=options)  # version 0
+
+    retries = 0
+    for round_no in range(MAX_ROUNDS):
+        _run_round(uri, options, round_no * WRITERS)
+        commits = (round_no + 1) * WRITERS
+        table = DeltaTable(uri, storage_options=options)
+        assert table.version() == commits
+        history = sorted(table.history(), key=lambda h: h["version"])
+        assert [h["version"] for h in history] == list(range(commits + 1)), "versions must be contiguous"
+        appends = history[1:]
+        assert all(h["operationParameters"]["mode"] == "Append" for h in appends)
+        assert [h["operationMetrics"]["num_added_rows"] for h in appends] == [ROWS_PER_WRITER] * commits
+
+        data = table.to_pyarrow_dataset(filesystem=ceph_tier.subtree("releases/concurrent")).to_table()
+        got = sorted(zip(data.column("writer").to_pylist(), data.column("seq").to_pylist(), strict=True))
+        assert got == [(w, s) for w in range(commits) for s in range(ROWS_PER_WRITER)], "an append was lost"
+
+        # Did writers really collide? Losers of a version get HTTP 412 from RGW and retry.
+        retries = sum(h["operationMetrics"].get("num_retries", 0) for h in appends)
+        if retries:
+            break
+    assert retries > 0, f"no commit conflict in {MAX_ROUNDS} rounds: conditional PUTs were not exercised"
 
 
 @pytest.mark.parametrize("mode", ["error"])

@@ -1,0 +1,221 @@
+"""Benchmark the training reader against a plain ``pyarrow.dataset`` scan of the same files.
+
+Builds (once) a release from a ~2 GB JSONL input (the Debian corpus repeated with random edits),
+then measures, for the local tier and for a real Ceph RGW tier (started here):
+
+* one rank, ``open_release(..., shuffle=True)`` vs a plain scan of the same Parquet files;
+* 8 reader processes at once (ranks 0-7 of 8) vs 8 processes scanning one eighth of the files each.
+
+Samples/s and MB/s (Parquet bytes read / wall time). The target: ours ≥ 0.9× the plain scan.
+Usage: python benchmarks/reader.py [--gb 2.0] [--skip-ceph]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from common import WORK, edited_copies, read_corpus
+
+COLUMNS = ["sample_id", "text"]
+
+
+def build_release(gb: float) -> tuple[Path, str]:
+    home = WORK / f"reader-home-{gb:g}gb"
+    marker = home / "_RELEASED"
+    if marker.exists():
+        return home, marker.read_text()
+    shutil.rmtree(home, ignore_errors=True)
+    raw = home / "raw"
+    raw.mkdir(parents=True)
+    docs = read_corpus()
+    one_pass = sum(len(json.dumps(d, ensure_ascii=False).encode()) + 1 for d in docs)
+    copies = max(1, round(gb * 1e9 / one_pass))
+    with (raw / "part.jsonl").open("w", encoding="utf-8") as fh:
+        for doc in edited_copies(docs, copies, seed=11):
+            fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    os.environ["LINEAGE_HOME"] = str(home)
+    from lineage.catalog import Catalog
+    from lineage.releases import publish
+    from lineage.settings import get_settings
+    from pipelines.runner import Runner
+    from pipelines.spec import PipelineSpec
+
+    get_settings.cache_clear()
+    settings = get_settings()
+    catalog = Catalog(settings.catalog_url or "")
+    spec = PipelineSpec.model_validate(
+        {
+            "name": "bench",
+            "inputs": [{"dataset": "big", "path": str(raw), "id_field": "id"}],
+            "output": {"dataset": "big"},
+        }
+    )
+    Runner(settings, catalog).run(spec)
+    publish(catalog, settings, "big@bench")
+    shutil.rmtree(raw)
+    marker.write_text("big@bench")
+    return home, "big@bench"
+
+
+def _env(home: Path, extra_config: Path | None) -> None:
+    os.environ["LINEAGE_HOME"] = str(home)
+    if extra_config is not None:
+        os.environ["LINEAGE_CONFIG"] = str(extra_config)
+    from lineage.settings import get_settings
+
+    get_settings.cache_clear()
+
+
+def ours(home: Path, config: Path | None, ref: str, rank: int, world: int, tier: str | None, q: mp.Queue) -> None:
+    _env(home, config)
+    import lineage
+
+    start = time.perf_counter()
+    reader = lineage.open_release(
+        ref, rank=rank, world_size=world, seed=1, batch_size=4096, columns=COLUMNS, prefer_tier=tier, job="bench-reader"
+    )
+    rows = sum(b.num_rows for b in reader)
+    q.put((rows, time.perf_counter() - start))
+
+
+def plain(home: Path, config: Path | None, ref: str, rank: int, world: int, tier: str | None, q: mp.Queue) -> None:
+    _env(home, config)
+    import pyarrow.dataset as pads
+
+    from lineage.catalog import Catalog
+    from lineage.releases import get_release
+    from lineage.replicas import verified_locations
+    from lineage.settings import get_settings
+    from storage.tier import get_tier
+
+    settings = get_settings()
+    with Catalog(settings.catalog_url or "").session() as s:
+        release = get_release(s, ref)
+        loc = next(r for r in verified_locations(s, release) if r.tier == (tier or "local"))
+        files = [f["path"] for f in release.manifest["files"]]
+        table_path = loc.table_path
+    t = get_tier(tier or "local", settings)
+    mine = files[rank::world]
+    start = time.perf_counter()
+    ds = pads.dataset([t.path(table_path, f) for f in mine], filesystem=t.filesystem, format="parquet")
+    rows = sum(b.num_rows for b in ds.to_batches(columns=COLUMNS, batch_size=4096))
+    q.put((rows, time.perf_counter() - start))
+
+
+def measure(fn, home: Path, config: Path | None, ref: str, world: int, tier: str | None, total_bytes: int) -> dict:
+    ctx = mp.get_context("spawn")  # deltalake must not run in forked children
+    q: mp.Queue = ctx.Queue()
+    procs = [ctx.Process(target=fn, args=(home, config, ref, r, world, tier, q)) for r in range(world)]
+    start = time.perf_counter()
+    for p in procs:
+        p.start()
+    results = [q.get(timeout=3600) for _ in procs]
+    for p in procs:
+        p.join()
+        if p.exitcode != 0:
+            sys.exit(f"{fn.__name__} rank failed with exit code {p.exitcode}")
+    wall = time.perf_counter() - start
+    rows = sum(r for r, _ in results)
+    read = max(t for _, t in results)
+    return {
+        "rows": rows,
+        "seconds": round(read, 2),
+        "wall": round(wall, 2),
+        "samples_per_s": round(rows / read),
+        "MB_per_s": round(total_bytes / 1e6 / read, 1),
+    }
+
+
+def run_tier(home: Path, config: Path | None, ref: str, tier: str | None, total_bytes: int) -> list[dict]:
+    rows = []
+    for world in (1, 8):
+        base = measure(plain, home, config, ref, world, tier, total_bytes)
+        mine = measure(ours, home, config, ref, world, tier, total_bytes)
+        rows.append(
+            {
+                "tier": tier or "local",
+                "ranks": world,
+                "plain_samples_per_s": base["samples_per_s"],
+                "ours_samples_per_s": mine["samples_per_s"],
+                "plain_MB_per_s": base["MB_per_s"],
+                "ours_MB_per_s": mine["MB_per_s"],
+                "ratio": round(mine["samples_per_s"] / base["samples_per_s"], 3),
+            }
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gb", type=float, default=2.0)
+    parser.add_argument("--skip-ceph", action="store_true", help="local tier only (the target needs both)")
+    args = parser.parse_args()
+    home, ref = build_release(args.gb)
+    _env(home, None)
+    from lineage.catalog import Catalog
+    from lineage.releases import get_release
+    from lineage.settings import get_settings
+
+    with Catalog(get_settings().catalog_url or "").session() as s:
+        manifest = get_release(s, ref).manifest
+    total_bytes = sum(f["size"] for f in manifest["files"])
+    print(
+        f"release {ref}: {manifest['row_count']:,} samples, {total_bytes / 1e6:.0f} MB of Parquet in "
+        f"{len(manifest['files'])} files"
+    )
+    # warm-up: verify checksums once (cached), so both sides then read the same warm files
+    measure(ours, home, None, ref, 1, None, total_bytes)
+    results = run_tier(home, None, ref, None, total_bytes)
+    if not args.skip_ceph:
+        results += run_ceph(home, ref, total_bytes)
+    header = list(results[0])
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for row in results:
+        print(" | ".join(str(row[h]) for h in header))
+    worst = min(r["ratio"] for r in results)
+    print(f"worst ratio ours/plain: {worst}")
+    if worst < 0.9:
+        sys.exit(1)
+
+
+def run_ceph(home: Path, ref: str, total_bytes: int) -> list[dict]:
+    import tempfile
+
+    from storage.testing.ceph_cluster import CephCluster
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-ceph-"))
+    cluster = CephCluster(workdir)
+    state = cluster.start()
+    try:
+        os.environ["BENCH_CEPH_ACCESS_KEY"], os.environ["BENCH_CEPH_SECRET_KEY"] = state.access_key, state.secret_key
+        os.environ["AWS_REQUEST_CHECKSUM_CALCULATION"] = "WHEN_REQUIRED"
+        config = home / "ceph.toml"
+        config.write_text(
+            '[[tiers]]\nname = "ceph"\nkind = "s3"\nroot = "s3://bench/reader"\nclass = "warm"\n'
+            f'options = {{ endpoint = "{state.endpoint}" }}\n'
+            'credentials_env = { access_key = "BENCH_CEPH_ACCESS_KEY", secret_key = "BENCH_CEPH_SECRET_KEY" }\n'
+        )
+        _env(home, config)
+        from lineage.catalog import Catalog
+        from lineage.replicas import copy_release
+        from lineage.settings import get_settings
+
+        settings = get_settings()
+        settings.tier_config("ceph")
+        copy_release(Catalog(settings.catalog_url or ""), settings, ref, "ceph", workers=4)
+        measure(ours, home, config, ref, 1, "ceph", total_bytes)  # verify once
+        return run_tier(home, config, ref, "ceph", total_bytes)
+    finally:
+        cluster.stop(remove=True)
+
+
+if __name__ == "__main__":
+    main()

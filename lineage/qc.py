@@ -1,0 +1,267 @@
+"""The QC report of a dataset version (stored in its release's manifest) and the publish gate (发布门禁).
+
+The report is computed from the columnar tables, streaming: per-rule counts from the lineage
+table (``operators.quality.report.rule_counts`` per batch, then summed), length and script
+distributions of the released texts, the drop rate per source, and the exact-duplicate rate left
+in the output. The gate compares it with a release config's conditions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from lineage.catalog import DatasetVersion, Run
+from lineage.settings import Settings
+from operators import registry
+from operators.quality.report import rule_counts
+from operators.quality.scripts import script_counts
+from storage.delta import version_dataset
+from storage.tier import get_tier
+
+LENGTH_BINS = [0, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 50_000, 100_000]
+
+
+class GateConfig(BaseModel):
+    """Conditions a release must meet to be published (unset = not checked)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_drop_rate_per_source: float | None = None
+    min_samples: int | None = None
+    max_exact_duplicate_rate: float | None = None
+    required_rule_sets: list[str] = Field(default_factory=list)
+
+
+class GateError(ValueError):
+    """Publishing refused: conditions failed (each named with its measured value)."""
+
+    def __init__(self, failures: list[dict[str, Any]]) -> None:
+        self.failures = failures
+        lines = [f"{f['condition']}: measured {f['measured']} (limit {f['limit']})" for f in failures]
+        super().__init__("publish gate failed:\n  " + "\n  ".join(lines))
+
+
+def _rule_table(lineage: Any) -> list[dict[str, Any]]:
+    parts = [rule_counts(b) for b in lineage.to_batches(columns=["operator", "verdict", "reason", "detail"])]
+    parts = [p for p in parts if p.num_rows]
+    if not parts:
+        return []
+    total = (
+        pa.concat_tables(parts)
+        .group_by(["operator", "rule"])
+        .aggregate([("dropped", "sum"), ("modified", "sum"), ("failed", "sum")])
+    )
+    rows = total.rename_columns(["operator", "rule", "dropped", "modified", "failed"]).to_pylist()
+    return sorted(rows, key=lambda r: (r["operator"], r["rule"]))
+
+
+def _chain_operators(session: Session, run: Run | None, seen: set[str] | None = None) -> list[str]:
+    """Operator names of this run and of every run that produced its input dataset versions."""
+    if run is None:
+        return []
+    seen = seen if seen is not None else set()
+    if run.id in seen:
+        return []
+    seen.add(run.id)
+    names = [op["name"] for op in run.operators]
+    for inp in run.inputs:
+        if inp.get("kind") != "dataset":
+            continue
+        from pipelines.runner import latest_version
+
+        parent = latest_version(session, inp["dataset"], inp["version"])
+        names += _chain_operators(session, session.get(Run, parent.run_id), seen)
+    return list(dict.fromkeys(names))
+
+
+def rule_sets_of(operator_names: list[str]) -> list[str]:
+    found = []
+    for name in operator_names:
+        try:
+            cls = registry.operator_class(name)
+        except KeyError:
+            continue
+        rule_set = getattr(cls, "rule_set", None)
+        if rule_set:
+            found.append(rule_set)
+    return found
+
+
+def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> dict[str, Any]:
+    tier = get_tier(dv.tier, settings)
+    data = version_dataset(tier, dv.data_path, dv.data_delta_version)
+    lineage = version_dataset(tier, dv.lineage_path, dv.lineage_delta_version)
+    run = session.get(Run, dv.run_id)
+
+    hist = np.zeros(len(LENGTH_BINS), dtype=np.int64)
+    scripts = {"han": 0, "latin": 0, "other": 0}
+    for batch in data.to_batches(columns=["text"]):
+        lengths = pc.utf8_length(batch.column("text")).to_numpy()
+        hist += np.bincount(np.searchsorted(LENGTH_BINS, lengths, side="right") - 1, minlength=len(LENGTH_BINS))
+        counts = script_counts(batch.column("text"))
+        for name in scripts:
+            scripts[name] += int(pc.sum(counts[name]).as_py() or 0)
+    letters = sum(scripts.values())
+
+    with duckdb.connect() as con:
+        con.register("data", data)
+        con.register("lin", lineage)
+        rows, distinct = con.sql("SELECT count(*), count(DISTINCT content_hash) FROM data").fetchall()[0]
+        kept = dict(con.sql("SELECT source_dataset, count(*) FROM data GROUP BY 1").fetchall())
+        sources = ["SELECT sample_id, detail.source.dataset AS source FROM lin WHERE step = 0"]
+        for k, inp in enumerate(i for i in (run.inputs if run else []) if i.get("kind") == "dataset"):
+            from pipelines.runner import latest_version
+
+            parent = latest_version(session, inp["dataset"], inp["version"])
+            con.register(
+                f"input_{k}",
+                version_dataset(get_tier(parent.tier, settings), parent.data_path, parent.data_delta_version),
+            )
+            sources.append(f"SELECT sample_id, source_dataset AS source FROM input_{k}")
+        dropped = dict(
+            con.sql(
+                "WITH dropped AS (SELECT DISTINCT sample_id FROM lin WHERE verdict = 'dropped'), "
+                f"src AS ({' UNION ALL '.join(sources)}) "
+                "SELECT source, count(DISTINCT sample_id) FROM dropped JOIN src USING (sample_id) GROUP BY 1"
+            ).fetchall()
+        )
+    per_source = []
+    for source in sorted(set(kept) | set(dropped)):
+        k, d = kept.get(source, 0), dropped.get(source, 0)
+        per_source.append({"source": source, "kept": k, "dropped": d, "drop_rate": d / (k + d) if k + d else 0.0})
+    operators = _chain_operators(session, run)
+    return {
+        "samples": rows,
+        "rules": _rule_table(lineage),
+        "length_histogram": [
+            {"from": lo, "to": (LENGTH_BINS[i + 1] if i + 1 < len(LENGTH_BINS) else None), "count": int(c)}
+            for i, (lo, c) in enumerate(zip(LENGTH_BINS, hist, strict=True))
+        ],
+        "scripts": {name: (count / letters if letters else 0.0) for name, count in scripts.items()},
+        "sources": per_source,
+        "exact_duplicate_rate": (rows - distinct) / rows if rows else 0.0,
+        "operators": operators,
+        "rule_sets": rule_sets_of(operators),
+    }
+
+
+def evaluate_gate(report: dict[str, Any], gate: GateConfig) -> list[dict[str, Any]]:
+    """Every configured condition with its measured value and whether it passed."""
+    results = []
+
+    def check(condition: str, measured: Any, limit: Any, passed: bool) -> None:
+        results.append({"condition": condition, "measured": measured, "limit": limit, "passed": passed})
+
+    if gate.min_samples is not None:
+        check("min_samples", report["samples"], gate.min_samples, report["samples"] >= gate.min_samples)
+    if gate.max_exact_duplicate_rate is not None:
+        rate = round(report["exact_duplicate_rate"], 6)
+        check("max_exact_duplicate_rate", rate, gate.max_exact_duplicate_rate, rate <= gate.max_exact_duplicate_rate)
+    if gate.max_drop_rate_per_source is not None:
+        for src in report["sources"]:
+            rate = round(src["drop_rate"], 6)
+            check(
+                f"max_drop_rate_per_source[{src['source']}]",
+                rate,
+                gate.max_drop_rate_per_source,
+                rate <= gate.max_drop_rate_per_source,
+            )
+    for rule_set in gate.required_rule_sets:
+        check(
+            f"required_rule_set[{rule_set}]",
+            "applied" if rule_set in report["rule_sets"] else "not applied",
+            "applied",
+            rule_set in report["rule_sets"],
+        )
+    return results
+
+
+def histogram_svg(bars: list[tuple[str, float]], title: str, fmt: str = "{:,.0f}") -> str:
+    """A small self-contained SVG bar chart (no network, no plotting library)."""
+    width, height, pad = 640, 240, 40
+    top = max((v for _, v in bars), default=0) or 1
+    bar_w = (width - 2 * pad) / max(len(bars), 1)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 60}" role="img">',
+        f'<text x="{pad}" y="20" font-size="14" font-weight="bold">{title}</text>',
+    ]
+    for i, (label, value) in enumerate(bars):
+        h = (height - pad) * value / top
+        x, y = pad + i * bar_w, height - h
+        parts.append(f'<rect x="{x + 2:.1f}" y="{y:.1f}" width="{bar_w - 4:.1f}" height="{h:.1f}" fill="#4a7fb5"/>')
+        parts.append(
+            f'<text x="{x + bar_w / 2:.1f}" y="{y - 4:.1f}" font-size="10" text-anchor="middle">'
+            f"{fmt.format(value)}</text>"
+        )
+        parts.append(
+            f'<text x="{x + bar_w / 2:.1f}" y="{height + 14}" font-size="10" text-anchor="middle">{label}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def report_html(ref: str, report: dict[str, Any], gate: dict[str, Any] | None) -> str:
+    from html import escape
+
+    def bin_label(b: dict[str, Any]) -> str:
+        return f"{b['from']}+" if b["to"] is None else f"{b['from']}–{b['to']}"
+
+    length = histogram_svg([(bin_label(b), b["count"]) for b in report["length_histogram"]], "Text length (characters)")
+    scripts = histogram_svg([(k, 100 * v) for k, v in report["scripts"].items()], "Letters by script (%)", "{:.1f}")
+    drops = histogram_svg(
+        [(s["source"], 100 * s["drop_rate"]) for s in report["sources"]], "Drop rate per source (%)", "{:.1f}"
+    )
+    rules = "".join(
+        f"<tr><td>{escape(r['operator'])}</td><td>{escape(r['rule'])}</td><td>{r['dropped']:,}</td>"
+        f"<td>{r['modified']:,}</td><td>{r['failed']:,}</td></tr>"
+        for r in report["rules"]
+    )
+    sources = "".join(
+        f"<tr><td>{escape(s['source'])}</td><td>{s['kept']:,}</td><td>{s['dropped']:,}</td>"
+        f"<td>{100 * s['drop_rate']:.2f}%</td></tr>"
+        for s in report["sources"]
+    )
+    gate_rows = ""
+    if gate:
+        gate_rows = "".join(
+            f"<tr><td>{escape(g['condition'])}</td><td>{escape(str(g['measured']))}</td>"
+            f"<td>{escape(str(g['limit']))}</td><td>{'pass' if g['passed'] else 'FAIL'}</td></tr>"
+            for g in gate.get("results", [])
+        )
+        if gate.get("override"):
+            o = gate["override"]
+            gate_rows += (
+                f"<tr><td colspan=4>overridden by {escape(o['by'])} at {escape(o['at'])}: "
+                f"{escape(o['reason'])}</td></tr>"
+            )
+    style = (
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+        "padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>QC report {escape(ref)}</title>"
+        f"<style>{style}</style></head><body><h1>QC report: {escape(ref)}</h1>"
+        f"<p>{report['samples']:,} samples; exact-duplicate rate {100 * report['exact_duplicate_rate']:.3f}%; "
+        f"rule sets applied: {escape(', '.join(report['rule_sets']) or 'none')}</p>"
+        f"{length}{scripts}{drops}"
+        "<h2>Rules</h2><table><tr><th>operator</th><th>rule</th><th>dropped</th><th>modified</th><th>failed</th></tr>"
+        f"{rules}</table><h2>Sources</h2><table><tr><th>source</th><th>kept</th><th>dropped</th><th>drop rate</th>"
+        f"</tr>{sources}</table>"
+        + (
+            f"<h2>Publish gate</h2><table><tr><th>condition</th><th>measured</th><th>limit</th><th>result</th></tr>"
+            f"{gate_rows}</table>"
+            if gate
+            else ""
+        )
+        + "</body></html>"
+    )
+
+
+__all__ = ["GateConfig", "GateError", "build_report", "evaluate_gate", "report_html"]

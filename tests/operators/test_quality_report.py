@@ -1,0 +1,51 @@
+import pyarrow as pa
+import pytest
+from quality_samples import make_batch
+
+from lineage.records import lineage_batch
+from operators.quality import C4Quality, DefaultQuality, rule_counts, script_counts, script_distribution
+from operators.quality.report import RULE_COUNTS_SCHEMA
+
+GOOD = "\n".join(f"This is good sentence number {i} in the text." for i in range(6))
+
+
+def test_rule_counts_from_quality_lineage():
+    texts = [GOOD, GOOD + "\nbad line", "too short", "# # #"]
+    c4 = C4Quality().apply(make_batch(texts)).lineage
+    default = DefaultQuality({"min_words": 5}).apply(make_batch(texts)).lineage
+    dedupe = lineage_batch(
+        operator="dedupe", operator_version="1", sample_ids=["s0"], verdicts=["dropped"], reasons=["exact"]
+    )
+    counts = rule_counts(pa.Table.from_batches([c4, default, dedupe]))
+    assert counts.schema == RULE_COUNTS_SCHEMA
+    rows = {(r["operator"], r["rule"]): r for r in counts.to_pylist()}
+    assert rows[("quality_c4", "c4:min_num_sentences")] == {
+        "operator": "quality_c4",
+        "rule": "c4:min_num_sentences",
+        "dropped": 2,
+        "modified": 0,
+        "failed": 2,
+    }
+    assert rows[("quality_c4", "c4:lines_removed")]["modified"] == 1
+    assert rows[("quality", "default:min_words")]["dropped"] == 2
+    assert rows[("quality", "default:hash_ratio")]["failed"] == 1  # failed, but not the first failure
+    assert rows[("quality", "default:hash_ratio")]["dropped"] == 0
+    assert rows[("dedupe", "exact")]["dropped"] == 1
+    assert counts.column("operator").to_pylist() == sorted(counts.column("operator").to_pylist())
+
+
+def test_rule_counts_of_nothing():
+    empty = DefaultQuality().apply(make_batch([])).lineage
+    assert rule_counts(empty).num_rows == 0
+
+
+def test_script_counts_and_distribution():
+    texts = pa.array(["中文abc Привет 123!", "ひらがな漢字", ""])
+    assert script_counts(texts).to_pylist() == [
+        {"han": 2, "latin": 3, "other": 6},
+        {"han": 2, "latin": 0, "other": 4},
+        {"han": 0, "latin": 0, "other": 0},
+    ]
+    dist = script_distribution(texts)
+    assert dist == pytest.approx({"han": 4 / 17, "latin": 3 / 17, "other": 10 / 17})
+    assert script_distribution(pa.array(["123 !!"])) == {"han": 0.0, "latin": 0.0, "other": 0.0}

@@ -1,0 +1,92 @@
+"""QC report per release and the publish gate (发布门禁)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lineage.catalog import Catalog
+from lineage.qc import GateConfig, GateError, report_html
+from lineage.releases import get_release, publish
+from lineage.settings import Settings
+from pipelines.runner import Runner
+from pipelines.spec import PipelineSpec
+from tests.conftest import write_jsonl
+
+LONG_EN = " ".join(f"word{i % 37} is part of a long enough English description" for i in range(12))
+LONG_ZH = "这是一个足够长的中文软件包描述，用于测试质量报告和发布门禁。" * 4
+
+
+@pytest.fixture
+def version(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
+    write_jsonl(
+        tmp_path / "en.jsonl",
+        [{"id": i, "text": LONG_EN + f" {i}"} for i in range(8)]
+        + [{"id": 100, "text": "too short"}, {"id": 101, "text": LONG_EN + " 0"}],
+    )
+    write_jsonl(tmp_path / "zh.jsonl", [{"id": i, "text": LONG_ZH + str(i)} for i in range(4)])
+    spec = PipelineSpec.model_validate(
+        {
+            "name": "qc",
+            "inputs": [
+                {"dataset": "en", "path": str(tmp_path / "en.jsonl"), "id_field": "id"},
+                {"dataset": "zh", "path": str(tmp_path / "zh.jsonl"), "id_field": "id"},
+            ],
+            "operators": [{"name": "exact_dedupe"}, {"name": "quality", "params": {"min_words": 20}}],
+            "output": {"dataset": "qc"},
+        }
+    )
+    Runner(settings, catalog).run(spec)
+
+
+def test_report_counts_rules_lengths_scripts_and_sources(version: None, settings: Settings, catalog: Catalog) -> None:
+    release, _ = publish(catalog, settings, "qc@v1")
+    qc = release.manifest["qc"]
+    assert qc["samples"] == 12
+    assert {"operator": "quality", "rule": "default:min_words", "dropped": 1, "modified": 0, "failed": 1} in qc["rules"]
+    by_source = {s["source"]: s for s in qc["sources"]}
+    assert by_source["en"]["kept"] == 8 and by_source["en"]["dropped"] == 2  # one exact duplicate, one short
+    assert by_source["zh"] == {"source": "zh", "kept": 4, "dropped": 0, "drop_rate": 0.0}
+    assert sum(b["count"] for b in qc["length_histogram"]) == 12
+    assert qc["scripts"]["han"] > 0.1 and qc["scripts"]["latin"] > 0.5
+    assert qc["exact_duplicate_rate"] == 0.0 and qc["rule_sets"] == ["default"]
+    html = report_html("qc@v1", qc, None)
+    assert (
+        html.count("<svg") == 3
+        and "default:min_words" in html
+        and "http" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )
+
+
+def test_gate_refuses_with_each_failed_condition_and_its_value(
+    version: None, settings: Settings, catalog: Catalog
+) -> None:
+    gate = GateConfig(
+        max_drop_rate_per_source=0.1,
+        min_samples=100,
+        max_exact_duplicate_rate=0.0,
+        required_rule_sets=["default", "c4"],
+    )
+    with pytest.raises(GateError) as err:
+        publish(catalog, settings, "qc@gated", gate=gate)
+    failed = {f["condition"]: f for f in err.value.failures}
+    assert set(failed) == {"min_samples", "max_drop_rate_per_source[en]", "required_rule_set[c4]"}
+    assert failed["min_samples"]["measured"] == 12
+    assert failed["max_drop_rate_per_source[en]"]["measured"] == 0.2
+    assert "min_samples: measured 12 (limit 100)" in str(err.value)
+    with catalog.session() as s, pytest.raises(Exception, match="does not exist"):
+        get_release(s, "qc@gated")
+
+    release, created = publish(
+        catalog, settings, "qc@gated", gate=gate, override_reason="short run, reviewed", created_by="alice"
+    )
+    assert created
+    override = release.gate["override"]
+    assert override["by"] == "alice" and override["reason"] == "short run, reviewed" and override["at"]
+    assert [r["passed"] for r in release.gate["results"]].count(False) == 3
+
+
+def test_passing_gate_records_results(version: None, settings: Settings, catalog: Catalog) -> None:
+    release, _ = publish(catalog, settings, "qc@ok", gate=GateConfig(min_samples=10, required_rule_sets=["default"]))
+    assert all(r["passed"] for r in release.gate["results"]) and release.gate["override"] is None
