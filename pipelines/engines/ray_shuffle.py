@@ -81,9 +81,9 @@ def _scatter(
 
 @ray.remote
 def _sample(item: FileInput | pa.Table, key: str) -> pa.Array:
-    column = _load(item).column(key)
+    column = _load(item).column(key).combine_chunks()
     if len(column) <= SAMPLE_KEYS:
-        return column.combine_chunks()
+        return column
     return column.take(pa.array(np.linspace(0, len(column) - 1, SAMPLE_KEYS).astype(np.int64)))
 
 
