@@ -6,9 +6,13 @@ manifests (see :mod:`pipelines.engines.tasks`):
 1. ingest: one work item (raw file, or Parquet file of an input Delta version) per task, then the
    first fused map segment; samples and lineage go to staging, quarantine to its table;
 2. per group step: shuffle the operator's ``columns`` by ``key`` so each task holds complete key
-   groups, decide; then anti-join the dropped ids out of the samples and run the next maps;
+   groups, decide; per cluster step (MinHash): sketch, bucket stars, distributed connected
+   components, then the operator's clustering per partition of complete components (see
+   :mod:`pipelines.engines.cluster`); then anti-join the dropped ids out of the samples and run
+   the next fused maps;
 3. final writes: data sorted by ``sample_id`` and lineage by ``(sample_id, step)``, globally
-   (range partitions, sorted within), each task writing its range into the run's subfolder.
+   (range partitions, sorted within), each task writing its range into the run's subfolder;
+   after a cluster step, the sketches of the samples that reached the output, sorted likewise.
 
 Staging lives on the output tier (``_staging/run-<id>``), which every executor can reach, and is
 removed when the job ends. A failed job also removes what it wrote into the run's subfolders;
@@ -117,8 +121,9 @@ class DistributedEngine(Engine):
         try:
             return self._execute(job, tier, staging)
         except BaseException:
-            for target in (job.data, job.lineage, job.quarantine):
-                _remove(target.tier, f"{target.table_path}/{target.prefix}")
+            for target in (job.data, job.lineage, job.quarantine, job.signatures):
+                if target is not None:
+                    _remove(target.tier, f"{target.table_path}/{target.prefix}")
             raise
         finally:
             _remove(tier, staging)
