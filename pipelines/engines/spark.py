@@ -149,7 +149,8 @@ class SparkEngine(DistributedEngine):
             for batch in batches:
                 yield from read(batch.column(0).to_pylist())
 
-        names = self.spark.createDataFrame([(p,) for p in paths], "path string").repartition(len(paths))
+        rdd = self.spark.sparkContext.parallelize([(p,) for p in paths], max(1, len(paths)))  # no shuffle
+        names = self.spark.createDataFrame(rdd, "path string")
         return names.mapInArrow(run, from_arrow_schema(schema))
 
     def run_items(self, count: int, task: Ingest) -> list[pa.Table]:
