@@ -25,19 +25,53 @@ from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Manifest, T
 from pipelines.stages import Step
 
 COMPONENT = "component"
+NODE_KEY = "_node"  # int64 key of a sample in the candidate graph (see node_keys)
 TEXT_SCHEMA = pa.schema([pa.field("sample_id", pa.string(), nullable=False), pa.field("text", pa.string())])
-BUCKET_SCHEMA = pa.schema([pa.field(components.KEY, pa.int64()), pa.field(components.NODE, pa.string())])
-EDGE_SCHEMA = pa.schema([pa.field(components.SRC, pa.string()), pa.field(components.DST, pa.string())])
+BUCKET_SCHEMA = pa.schema([pa.field(components.KEY, pa.int64()), pa.field(components.NODE, pa.int64())])
+EDGE_SCHEMA = pa.schema([pa.field(components.SRC, pa.int64()), pa.field(components.DST, pa.int64())])
+LABEL_SCHEMA = pa.schema([pa.field(NODE_KEY, pa.int64()), pa.field(COMPONENT, pa.int64())])
+_HEX = np.full(256, -1, np.int64)
+_HEX[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10)
+_HEX[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16)
+
+
+def node_keys(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """int64 graph keys of sample ids: the first 64 bits of the (xxh3-128 hex) id, else xxh64 of it.
+
+    The candidate graph then moves 8-byte keys instead of 32-character strings. Two samples
+    sharing a key only merge two candidate components, which changes no decision.
+    """
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    ids = ids.cast(pa.string())
+    n = len(ids)
+    offsets = np.frombuffer(ids.buffers()[1], np.int32)[ids.offset : ids.offset + n + 1]
+    data = np.frombuffer(ids.buffers()[2], np.uint8) if n else np.zeros(0, np.uint8)
+    if n and ids.null_count == 0 and np.all(np.diff(offsets) == 32):
+        digits = _HEX[data[offsets[0] : offsets[-1]].reshape(n, 32)[:, :16]]
+        if (digits >= 0).all():
+            value = np.zeros(n, np.uint64)
+            for i in range(16):
+                value = (value << np.uint64(4)) | digits[:, i].astype(np.uint64)
+            return pa.array(value.view(np.int64))
+    import xxhash
+
+    return pa.array([xxhash.xxh64_intdigest(str(v).encode()) for v in ids.to_pylist()], pa.uint64()).cast(
+        pa.int64(), safe=False
+    )
+
+
+def with_node_key(table: pa.Table) -> pa.Table:
+    """``table`` plus its samples' graph keys (to join component labels)."""
+    return table.append_column(NODE_KEY, node_keys(table.column("sample_id")))
+
+
 _BAND_SALT = np.uint64(0x9E3779B97F4A7C15)
 
 
 def bucket_column(op: ClusterOperator) -> str:
     """The sketch column holding a list of bucket hashes, one per LSH band."""
     return getattr(op, "bucket_column", "bands")
-
-
-def with_component(schema: pa.Schema) -> pa.Schema:
-    return schema.append(pa.field(COMPONENT, pa.string()))
 
 
 @dataclass(frozen=True)
@@ -82,7 +116,7 @@ class Buckets:
         with np.errstate(over="ignore"):
             keys = (hashes ^ ((band + np.uint64(1)) * _BAND_SALT)).view(np.int64)
         rows = np.repeat(np.arange(len(lengths)), lengths)
-        nodes = batch.column("sample_id").take(pa.array(rows))
+        nodes = node_keys(batch.column("sample_id")).take(pa.array(rows))
         return pa.table({components.KEY: pa.array(keys), components.NODE: nodes}, schema=BUCKET_SCHEMA)
 
 

@@ -21,7 +21,15 @@ import ray.data
 
 from lineage.settings import Settings
 from pipelines import components
-from pipelines.engines.cluster import COMPONENT, TEXT_SCHEMA, Buckets, ClusterGroups
+from pipelines.engines.cluster import (
+    COMPONENT,
+    LABEL_SCHEMA,
+    NODE_KEY,
+    TEXT_SCHEMA,
+    Buckets,
+    ClusterGroups,
+    with_node_key,
+)
 from pipelines.engines.distributed import DistributedEngine
 from pipelines.engines.ray_components import connected_components as components_on_ray
 from pipelines.engines.ray_shuffle import FileInput, boundaries, shuffle
@@ -30,8 +38,6 @@ from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Inge
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
-
-LABEL_SCHEMA = pa.schema([pa.field("sample_id", pa.string()), pa.field(COMPONENT, pa.string())])
 
 
 def ray_runtime(settings: Settings) -> bool:
@@ -72,7 +78,7 @@ def ray_runtime(settings: Settings) -> bool:
 
 
 def _as_labels(table: pa.Table) -> pa.Table:
-    return pa.table({"sample_id": table.column("node"), COMPONENT: table.column("component")}, schema=LABEL_SCHEMA)
+    return pa.table({NODE_KEY: table.column("node"), COMPONENT: table.column("component")}, schema=LABEL_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -119,13 +125,14 @@ class _Attach:
     schema: pa.Schema  # the sketch schema
 
     def __call__(self, rows: pa.Table, labels: pa.Table | None, texts: pa.Table | None = None) -> pa.Table:
-        ids = rows.column("sample_id").combine_chunks()
-        component = ids
+        keys = rows.column(NODE_KEY).combine_chunks()
+        component = keys
         if labels is not None and labels.num_rows:
-            found = pc.index_in(ids, value_set=labels.column("sample_id").combine_chunks())
-            component = pc.coalesce(labels.column(COMPONENT).combine_chunks().take(found), ids)
+            found = pc.index_in(keys, value_set=labels.column(NODE_KEY).combine_chunks())
+            component = pc.coalesce(labels.column(COMPONENT).combine_chunks().take(found), keys)
         out = rows.select(self.schema.names).append_column(COMPONENT, component)
         if texts is not None:
+            ids = rows.column("sample_id").combine_chunks()
             where = pc.index_in(ids, value_set=texts.column("sample_id").combine_chunks())
             out = out.append_column("text", texts.column("text").combine_chunks().take(where))
         return out
@@ -223,8 +230,8 @@ class RayEngine(DistributedEngine):
         rows = self._inputs(tier, sketches, sketch_schema)
         edges = shuffle([(rows, buckets)], components.KEY, partitions, components.bucket_star)
         labels = components_on_ray(edges, partitions)
-        sides = [(rows, None), (labels, _as_labels)]
+        sides = [(rows, with_node_key), (labels, _as_labels)]
         if texts is not None:
-            sides.append((self._inputs(tier, texts, TEXT_SCHEMA), None))
-        attached = shuffle(sides, "sample_id", partitions, _Attach(sketch_schema))
+            sides.append((self._inputs(tier, texts, TEXT_SCHEMA), with_node_key))
+        attached = shuffle(sides, NODE_KEY, partitions, _Attach(sketch_schema))
         return ray.get(shuffle([(attached, None)], COMPONENT, partitions, _Call(task)))

@@ -22,7 +22,17 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 import pipelines
 from lineage.settings import Settings
 from pipelines import components
-from pipelines.engines.cluster import BUCKET_SCHEMA, COMPONENT, EDGE_SCHEMA, TEXT_SCHEMA, Buckets, ClusterGroups
+from pipelines.engines.cluster import (
+    BUCKET_SCHEMA,
+    COMPONENT,
+    EDGE_SCHEMA,
+    LABEL_SCHEMA,
+    NODE_KEY,
+    TEXT_SCHEMA,
+    Buckets,
+    ClusterGroups,
+    with_node_key,
+)
 from pipelines.engines.distributed import DistributedEngine
 from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
 from storage.tier import Tier
@@ -80,7 +90,8 @@ def _per_partition(task: Callable[..., pa.Table]) -> Callable[[Iterator[pa.Recor
 def _per_batch(task: Callable[..., pa.Table]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield from task(batch).to_batches()
+            out = task(batch)
+            yield from [out] if isinstance(out, pa.RecordBatch) else out.to_batches()
 
     return run
 
@@ -200,9 +211,12 @@ class SparkEngine(DistributedEngine):
         )
         star = _kernel(components.bucket_star, (components.KEY, components.NODE))
         edges = keys.repartition(partitions, components.KEY).mapInArrow(star, from_arrow_schema(EDGE_SCHEMA))
-        labels = connected_components(edges, partitions).withColumnRenamed("node", "sample_id")
-        rows = rows.join(labels, on="sample_id", how="left")
-        rows = rows.withColumn(COMPONENT, F.coalesce(F.col(COMPONENT), F.col("sample_id")))
+        labels = connected_components(edges, partitions).toDF(NODE_KEY, COMPONENT)
+        keyed = rows.mapInArrow(
+            _per_batch(with_node_key), from_arrow_schema(sketch_schema.append(LABEL_SCHEMA.field(NODE_KEY)))
+        )
+        rows = keyed.join(labels, on=NODE_KEY, how="left")
+        rows = rows.withColumn(COMPONENT, F.coalesce(F.col(COMPONENT), F.col(NODE_KEY)))
         if texts is not None:
             rows = rows.join(self._files(tier, texts, TEXT_SCHEMA), on="sample_id", how="inner")
         grouped = rows.repartition(partitions, COMPONENT)
