@@ -83,9 +83,10 @@ def _matches(values: pa.Array, pattern: str, *, regex: bool = True) -> np.ndarra
 
 
 @numba.njit(cache=True, nogil=True)
-def _sentence_counts(sent_end: np.ndarray, punct: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def _sentence_counts(cps, starts, ends, sent_end, punct, offsets) -> np.ndarray:
     """spaCy sentencizer: a sentence starts at the first token that is not punctuation after a
-    sentence-final token."""
+    sentence-final token. spaCy keeps whitespace other than one plain space as a token of its own
+    (not punctuation), so such a gap also starts a sentence."""
     n = len(offsets) - 1
     out = np.zeros(n, dtype=np.int64)
     for d in range(n):
@@ -94,6 +95,11 @@ def _sentence_counts(sent_end: np.ndarray, punct: np.ndarray, offsets: np.ndarra
         count = 1
         seen_end = False
         for t in range(offsets[d], offsets[d + 1]):
+            if t > offsets[d] and seen_end:
+                gap = starts[t] - ends[t - 1]
+                if gap > 1 or (gap == 1 and cps[ends[t - 1]] != 32):
+                    count += 1
+                    seen_end = False
             if seen_end and not punct[t] and not sent_end[t]:
                 count += 1
                 seen_end = False
@@ -105,7 +111,8 @@ def _sentence_counts(sent_end: np.ndarray, punct: np.ndarray, offsets: np.ndarra
 
 def sentence_counts(tokens: Tokens) -> np.ndarray:
     sent_end = (tokens.lengths == 1) & tokens.all_chars(cc.SENT_END)
-    return _sentence_counts(sent_end, tokens.all_chars(cc.UNI_PUNCT), tokens.offsets)
+    punct = tokens.all_chars(cc.UNI_PUNCT)
+    return _sentence_counts(tokens.cps, tokens.starts, tokens.ends, sent_end, punct, tokens.offsets)
 
 
 class C4Quality(QualityOperator):

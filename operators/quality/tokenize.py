@@ -9,7 +9,8 @@ cost, so we re-implement its rules in one numba kernel over the batch's code poi
    two capitals; units and currency after digits), stopping at special cases;
 3. keep URL-like chunks whole, else split infixes (ellipses, icons, hyphens and ``:<>=/``
    between letters, ``,`` between letters, ``.`` between a lowercase and an uppercase letter,
-   ``+-*^`` between digits).
+   ``+-*^`` between digits);
+4. merge adjacent pieces that spell a special case again (spaCy's special-case matcher).
 
 spaCy's ~1,300 special cases are reduced to the ones that occur in ordinary English: common
 abbreviations with periods, English contractions (``n't``, ``'re``, ``'ve``, ``'ll``, ``'m``,
@@ -280,11 +281,19 @@ def _suffix_len(cps, flags, s, e, units, unit_lens) -> int:
 def _is_url(cps, flags, s, e) -> bool:
     """A simplified version of spaCy's URL_MATCH: [scheme://][user@]label.(label.)*tld[:port][/...]."""
     i = s
-    # scheme
+    # scheme: [\w+\-.]{2,}://
     for j in range(s, e - 2):
         if cps[j] == 58 and cps[j + 1] == 47 and cps[j + 2] == 47:
             if j - s >= 2:
                 i = j + 3
+            break
+        if not (
+            _has(flags, cps[j], cc.ALPHA | cc.DIGIT)
+            or cps[j] == 95
+            or cps[j] == 43
+            or cps[j] == 45
+            or cps[j] == 46
+        ):
             break
     # user@
     for j in range(i, e):
@@ -476,6 +485,33 @@ def _tokenize_chunk(
 
 
 @numba.njit(cache=True, nogil=True)
+def _merge_specials(cps, specials, splits, sp_starts, starts, ends, first, k) -> int:
+    """spaCy's special-case matcher: adjacent tokens of one chunk that spell a special case
+    (``i`` + ``.``, ``)`` + ``:``) become one token again. Returns the new token count."""
+    w = first
+    t = first
+    while t < k:
+        span = 0
+        for size in (3, 2):
+            if (
+                t + size <= k
+                and _special_split(cps, starts[t], ends[t + size - 1], specials, splits, sp_starts) == 0
+            ):
+                span = size
+                break
+        if span:
+            starts[w] = starts[t]
+            ends[w] = ends[t + span - 1]
+            t += span
+        else:
+            starts[w] = starts[t]
+            ends[w] = ends[t]
+            t += 1
+        w += 1
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
 def _tokenize(cps, doc_off, flags, specials, splits, sp_starts, units, unit_lens):
     n_docs = len(doc_off) - 1
     starts = np.empty(len(cps) + 1, dtype=np.int64)
@@ -495,6 +531,7 @@ def _tokenize(cps, doc_off, flags, specials, splits, sp_starts, units, unit_lens
             while j < end and not _has(flags, cps[j], cc.SPACE):
                 j += 1
             if j > i:
+                first = k
                 k = _tokenize_chunk(
                     cps,
                     flags,
@@ -511,6 +548,8 @@ def _tokenize(cps, doc_off, flags, specials, splits, sp_starts, units, unit_lens
                     suf_s,
                     suf_e,
                 )
+                if k - first > 1:
+                    k = _merge_specials(cps, specials, splits, sp_starts, starts, ends, first, k)
             i = j
     tok_off[n_docs] = k
     return starts[:k], ends[:k], tok_off

@@ -1,8 +1,11 @@
+import pyarrow as pa
 import pytest
 from quality_samples import make_batch, rules_of, run
 
 from lineage.records import LINEAGE_SCHEMA
 from operators.quality import C4Quality
+from operators.quality.c4 import sentence_counts
+from operators.quality.tokenize import tokenize
 from operators.schema import content_hash
 
 GOOD = [
@@ -93,3 +96,15 @@ def test_batch_mixes_verdicts_one_record_each():
     out = C4Quality().apply(make_batch(texts))
     assert out.lineage.column("verdict").to_pylist() == ["kept", "modified", "dropped"]
     assert out.samples.column("sample_id").to_pylist() == ["s0", "s1"]
+
+
+@pytest.mark.parametrize(
+    ("line", "sentences"),  # spaCy sentencizer counts
+    [
+        ("type, and a set of alerts.  .", 2),
+        ("One. Two!  Three? (four) five", 4),
+        ("Version 1.2. e.g. this.", 2),
+    ],
+)
+def test_sentence_counts_match_spacy_sentencizer(line, sentences):
+    assert sentence_counts(tokenize(pa.array([line]))).tolist() == [sentences]

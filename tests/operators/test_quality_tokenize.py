@@ -20,6 +20,10 @@ CASES = {
         '"', "quoted", '"', "[", "1", "]", "x86_64", "C++", "e", "-", "mail", ":", "foo@bar.com",
     ],
     "cannot U.S. A.B.": ["can", "not", "U.S.", "A.B."],
+    "i.MX6 boards (see foo):": ["i.", "MX6", "boards", "(", "see", "foo", "):"],
+    "URL:http://dev.example-site.org/wiki/Page": [
+        "URL", ":", "http://dev.example", "-", "site.org", "/", "wiki", "/", "Page",
+    ],
 }  # fmt: skip
 
 
