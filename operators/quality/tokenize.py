@@ -41,11 +41,21 @@ ABBREVIATIONS = _words(
     "Prof. Rev. Gen. Gov. Sen. Rep. St. Mt. Jr. Ph.D. D.C. N.Y. "
     "Jan. Feb. Mar. Apr. Jun. Jul. Aug. Sep. Sept. Oct. Nov. Dec."
 ) + [f"{c}." for c in "abcdefghijklmnopqrstuvwxyzäöü"]
-EMOTICONS = _words(":) :-) :( :-( ;) ;-) :D :-D :P :p :-P :o :O 8) (= =) (: ): :/ <3 ^_^ o.O O.o")
+EMOTICONS = _words(":) :-) :( :-( ;) ;-) :D :-D :P :p :-P :o :O :* :> 8) (= =) (: ): :/ <3 ^_^ o.O O.o")
+# "'d" and "'m" are split off pronouns only ("GPL'd" stays one token, as in spaCy).
+_PRONOUNS = _words("i you he she it we they who what where why how that there")
+_PRONOUN_CONTRACTIONS = {
+    f"{stem}{apostrophe}{suffix}": len(stem)
+    for word in _PRONOUNS
+    for stem in {word, word.capitalize()}
+    for apostrophe in "'’"
+    for suffix in (("d", "m") if word == "i" else ("d",))
+}
 # special case -> length of its first token (0: the special case is one token)
 SPECIAL_CASES: dict[str, int] = {
-    **{w: 0 for w in ABBREVIATIONS + EMOTICONS + ["and/or", "''", "'em", "'Em"]},
+    **{w: 0 for w in ABBREVIATIONS + EMOTICONS + ["and/or", "w/o", "ol'", "''", "'em", "'Em"]},
     **{"cannot": 3, "Cannot": 3, "id": 1, "Id": 1, "im": 1, "Im": 1, "whats": 4, "Whats": 4},
+    **_PRONOUN_CONTRACTIONS,
 }
 
 UNITS = _words(
@@ -70,7 +80,7 @@ def string_hash(text: str) -> np.uint64:
     return span_hash(np.array([ord(c) for c in text], dtype=np.uint32), 0, len(text))
 
 
-_MAX_SPECIAL = 8
+_MAX_SPECIAL = 8  # longest special case, in characters
 
 
 @cache
@@ -187,7 +197,8 @@ def _is_special(cps, s, e, specials, splits, starts) -> bool:
 
 @numba.njit(cache=True, nogil=True)
 def _contraction_split(cps, flags, s, e) -> int:
-    """Length of a contraction suffix (n't, 're, 've, 'll, 'm, 'd) after letters, else 0."""
+    """Length of a contraction suffix (n't, 're, 've, 'll) after letters, else 0. ('d and 'm
+    are special cases of pronouns only.)"""
     n = e - s
     if n < 3:
         return 0
@@ -196,8 +207,6 @@ def _contraction_split(cps, flags, s, e) -> int:
     apostrophe2 = cps[e - 2] == 39 or cps[e - 2] == 0x2019
     if n >= 4 and last == 116 and apostrophe2 and (cps[e - 3] | 32) == 110:
         k = 3  # n't
-    elif apostrophe2 and (last == 109 or last == 100):
-        k = 2  # 'm 'd
     elif (cps[e - 3] == 39 or cps[e - 3] == 0x2019) and (
         (prev == 114 and last == 101) or (prev == 118 and last == 101) or (prev == 108 and last == 108)
     ):
