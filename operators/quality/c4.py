@@ -33,13 +33,19 @@ from operators.base import Params
 from operators.quality import charclass as cc
 from operators.quality.base import QualityOperator
 from operators.quality.rules import Evaluation, RuleOutcome, enabled, rule
-from operators.quality.text import as_array, regroup, splitlines, to_numpy, whitespace_word_counts
+from operators.quality.text import (
+    NON_WHITESPACE,
+    as_array,
+    regroup,
+    splitlines,
+    to_numpy,
+    whitespace_word_counts,
+)
 from operators.quality.tokenize import Tokens, tokenize
 
 END_PUNCTUATION = (".", "?", "!", '"', "'")
 CITATION = r"\[\d*\]|\[edit\]|\[citation needed\]"
 POLICY = r"terms of use|privacy policy|cookie policy|uses cookies|use of cookies|use cookies"
-_NON_SPACE = r"[^\s\x0b\x1c-\x1f\x{85}\p{Z}]"
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ class C4Params(Params):
 def _long_word_pattern(max_len: int) -> str:
     """RE2 caps repetition counts at 1000, so spell ``{max_len + 1}`` in pieces."""
     need = max_len + 1
-    return "".join(f"{_NON_SPACE}{{{min(1000, need - i)}}}" for i in range(0, need, 1000))
+    return "".join(f"{NON_WHITESPACE}{{{min(1000, need - i)}}}" for i in range(0, need, 1000))
 
 
 def _has_long_word(lines: pa.Array, max_len: int) -> np.ndarray:

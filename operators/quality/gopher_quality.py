@@ -27,11 +27,10 @@ from operators.base import Params
 from operators.quality import charclass as cc
 from operators.quality.base import QualityOperator
 from operators.quality.rules import Evaluation, enabled, rule, safe_ratio
-from operators.quality.text import as_array, count_literal, list_lengths, splitlines, to_numpy
+from operators.quality.text import WHITESPACE, as_array, count_literal, list_lengths, splitlines, to_numpy
 from operators.quality.tokenize import Tokens, string_hash, tokenize
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
-_SPACE = r"[\s\x0b\x1c-\x1f\x{85}\p{Z}]"
 
 
 @dataclass(frozen=True)
@@ -117,13 +116,13 @@ class GopherQuality(QualityOperator):
                     rule("ellipsis_ratio", safe_ratio(ellipses, n_words), p.max_symbol_word_ratio, "<="),
                     rule(
                         "bullet_lines_ratio",
-                        line_fraction(texts, rf"^{_SPACE}*[•-]"),
+                        line_fraction(texts, rf"^{WHITESPACE}*[•-]"),
                         p.max_bullet_lines_ratio,
                         "<=",
                     ),
                     rule(
                         "ellipsis_lines_ratio",
-                        line_fraction(texts, rf"(\.\.\.|…){_SPACE}*$"),
+                        line_fraction(texts, rf"(\.\.\.|…){WHITESPACE}*$"),
                         p.max_ellipsis_lines_ratio,
                         "<=",
                     ),

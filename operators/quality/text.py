@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 CJK_CHARS = r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]"
 # Python's str.isspace() set; RE2's \s alone is ASCII-only.
 WHITESPACE = r"[\s\x0b\x1c-\x1f\x{85}\p{Z}]"
+NON_WHITESPACE = r"[^\s\x0b\x1c-\x1f\x{85}\p{Z}]"
 # Python's str.splitlines() boundaries.
 LINE_BREAKS = r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x{85}\x{2028}\x{2029}]"
 
@@ -48,7 +49,7 @@ def non_space_chars(texts: pa.Array) -> np.ndarray:
 
 def whitespace_word_counts(texts: pa.Array) -> np.ndarray:
     """Number of words as ``str.split()`` sees them: maximal runs of non-whitespace."""
-    return count_regex(texts, r"[^\s\x0b\x1c-\x1f\x{85}\p{Z}]+")
+    return count_regex(texts, NON_WHITESPACE + "+")
 
 
 def splitlines(texts: pa.Array) -> pa.ListArray:
