@@ -593,17 +593,12 @@ class Tokens:
         return np.bincount(self.doc_index, weights=mask, minlength=n).astype(np.int64)
 
     def any_char(self, flag: int) -> np.ndarray:
-        """Per token: does any of its characters have ``flag``?"""
-        has = (cc.flag_table()[self.cps] & flag) != 0
-        cum = np.zeros(len(self.cps) + 1, dtype=np.int64)
-        np.cumsum(has, out=cum[1:])
-        return (cum[self.ends] - cum[self.starts]) > 0
+        """Per token: does any of its characters have ``flag`` (a charclass bit)?"""
+        return _flag_counts(self.cps, self.starts, self.ends, cc.flag_table(), flag) > 0
 
     def all_chars(self, flag: int) -> np.ndarray:
-        has = (cc.flag_table()[self.cps] & flag) != 0
-        cum = np.zeros(len(self.cps) + 1, dtype=np.int64)
-        np.cumsum(has, out=cum[1:])
-        return (cum[self.ends] - cum[self.starts]) == self.lengths
+        """Per token: do all of its characters have ``flag``?"""
+        return _flag_counts(self.cps, self.starts, self.ends, cc.flag_table(), flag) == self.lengths
 
     def hashes(self) -> np.ndarray:
         return _token_hashes(self.cps, self.starts, self.ends)
@@ -614,6 +609,18 @@ class Tokens:
         return [
             "".join(map(chr, self.cps[s:e])) for s, e in zip(self.starts[a:b], self.ends[a:b], strict=True)
         ]
+
+
+@numba.njit(cache=True, nogil=True)
+def _flag_counts(cps, starts, ends, flags, flag):
+    out = np.zeros(len(starts), dtype=np.int64)
+    for t in range(len(starts)):
+        c = 0
+        for i in range(starts[t], ends[t]):
+            if flags[cps[i]] & flag:
+                c += 1
+        out[t] = c
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
