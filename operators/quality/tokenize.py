@@ -51,9 +51,13 @@ _PRONOUN_CONTRACTIONS = {
     for apostrophe in "'’"
     for suffix in (("d", "m") if word == "i" else ("d",))
 }
+# clock times split into number and "am"/"pm" (9am -> 9 am); dropped-g spellings stay whole
+_CLOCK_TIMES = {f"{h}{m}": len(str(h)) for h in range(1, 13) for m in ("am", "pm", "a.m.", "p.m.")}
+_DROPPED_G = [f"{w}{a}" for w in _words("doin goin havin nothin nuthin somethin lovin") for a in "'’"]
 # special case -> length of its first token (0: the special case is one token)
 SPECIAL_CASES: dict[str, int] = {
-    **{w: 0 for w in ABBREVIATIONS + EMOTICONS + ["and/or", "w/o", "ol'", "''", "'em", "'Em"]},
+    **{w: 0 for w in ABBREVIATIONS + EMOTICONS + _DROPPED_G + ["and/or", "w/o", "ol'", "''", "'em", "'Em"]},
+    **_CLOCK_TIMES,
     **{"cannot": 3, "Cannot": 3, "id": 1, "Id": 1, "im": 1, "Im": 1, "whats": 4, "Whats": 4},
     **_PRONOUN_CONTRACTIONS,
 }
@@ -80,7 +84,7 @@ def string_hash(text: str) -> np.uint64:
     return span_hash(np.array([ord(c) for c in text], dtype=np.uint32), 0, len(text))
 
 
-_MAX_SPECIAL = 8  # longest special case, in characters
+_MAX_SPECIAL = 10  # longest special case, in characters
 
 
 @cache
