@@ -62,6 +62,15 @@ def test_citations_removed_and_long_words_drop_lines():
     assert recs[0]["detail"]["modification"]["removed"] == [lines[5]]
 
 
+def test_max_word_length_at_threshold():
+    at = "A line with a " + "x" * 1000 + " word."
+    above = "A line with a " + "x" * 1001 + " word."
+    out, recs = run(C4Quality(), ["\n".join(GOOD + [at]), "\n".join(GOOD + [above])])
+    assert recs[0]["verdict"] == "kept"
+    assert recs[1]["verdict"] == "modified"
+    assert recs[1]["detail"]["modification"]["removed"] == [above]
+
+
 def test_min_sentences_at_threshold():
     four = "\n".join(GOOD[:4])
     five_on_two_lines = "One sentence here. Two sentences here! Three now?\nFour is here. And five ends it."
