@@ -36,6 +36,7 @@ from operators.quality.rules import Evaluation, RuleOutcome, enabled, rule
 from operators.quality.text import (
     NON_WHITESPACE,
     as_array,
+    ends_with_any,
     regroup,
     splitlines,
     to_numpy,
@@ -74,13 +75,6 @@ def _has_long_word(lines: pa.Array, max_len: int) -> np.ndarray:
     if len(candidates):
         out[candidates] = _matches(lines.take(pa.array(candidates)), _long_word_pattern(max_len))
     return out
-
-
-def _ends_with_any(values: pa.Array, suffixes: tuple[str, ...]) -> np.ndarray:
-    hit = np.zeros(len(values), dtype=bool)
-    for suffix in suffixes:
-        hit |= to_numpy(pc.ends_with(values, suffix), bool)
-    return hit
 
 
 def _matches(values: pa.Array, pattern: str, *, regex: bool = True) -> np.ndarray:
@@ -144,7 +138,7 @@ class C4Quality(QualityOperator):
         if p.max_word_length is not None:
             alive &= ~_has_long_word(stripped, p.max_word_length)
         if p.filter_no_terminal_punct:
-            terminal = _ends_with_any(line, END_PUNCTUATION)
+            terminal = ends_with_any(line, END_PUNCTUATION)
             alive &= terminal & ~to_numpy(pc.ends_with(line, "..."), bool)
         if p.min_words_per_line is not None:
             alive &= whitespace_word_counts(stripped) >= p.min_words_per_line

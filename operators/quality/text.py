@@ -43,6 +43,18 @@ def count_literal(texts: pa.Array, literal: str) -> np.ndarray:
     return to_numpy(pc.count_substring(texts, literal))
 
 
+def ends_with_any(values: pa.Array, suffixes: tuple[str, ...]) -> np.ndarray:
+    """``str.endswith(suffixes)`` per value; one set lookup of the last character when every
+    suffix is a single character (the default)."""
+    if all(len(x) == 1 for x in suffixes):
+        last = pc.utf8_slice_codeunits(values, start=-1)
+        return to_numpy(pc.is_in(last, value_set=pa.array(suffixes, pa.string())), bool)
+    hit = np.zeros(len(values), dtype=bool)
+    for suffix in suffixes:
+        hit |= to_numpy(pc.ends_with(values, suffix), bool)
+    return hit
+
+
 def non_space_chars(texts: pa.Array) -> np.ndarray:
     return char_counts(texts) - count_regex(texts, WHITESPACE)
 
