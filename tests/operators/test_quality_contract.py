@@ -5,7 +5,7 @@ from quality_samples import make_batch
 
 from lineage.records import LINEAGE_SCHEMA
 from operators.base import MapOperator
-from operators.quality import RULE_SETS, QualityOperator, quality_operator
+from operators.quality import OPERATORS, RULE_SETS, QualityOperator, quality_operator
 from operators.schema import SAMPLE_SCHEMA
 
 TEXTS = [
@@ -52,6 +52,11 @@ def test_params_round_trip_and_unknown_refused(rule_set):
     assert op.describe()["name"] == op.name
     with pytest.raises(ValueError, match="unknown parameter"):
         quality_operator(rule_set, {"no_such_threshold": 1})
+
+
+def test_operator_names_are_unique_and_registered():
+    assert {cls.name for cls in RULE_SETS.values()} == set(OPERATORS)
+    assert OPERATORS["quality"] is RULE_SETS["default"]
 
 
 def test_unknown_rule_set_refused():
