@@ -13,8 +13,9 @@ cost, so we re-implement its rules in one numba kernel over the batch's code poi
 4. merge adjacent pieces that spell a special case again (spaCy's special-case matcher).
 
 spaCy's ~1,300 special cases are reduced to the ones that occur in ordinary English: common
-abbreviations with periods, English contractions (``n't``, ``'re``, ``'ve``, ``'ll``, ``'m``,
-``'d``), a few spellings (``cannot``, ``id``, ``and/or``) and emoticons. operators/quality/README.md
+abbreviations with periods, English contractions (``n't``, ``'re``, ``'ve``, ``'ll``; ``'d`` and
+``'m`` after pronouns), clock times (``9am``), a few spellings (``cannot``, ``id``, ``and/or``,
+``havin'``) and emoticons. operators/quality/README.md
 reports how closely this matches spaCy and how often a keep/drop decision differs.
 
 Tokens are (start, end) code-point positions into the batch's concatenated code points.
