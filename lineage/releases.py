@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Run
+from lineage.catalog.models import utcnow
 from lineage.settings import Settings
 from storage.checksum import file_digest
 from storage.delta import version_files
@@ -25,6 +26,17 @@ _REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,127})@([A-Za-z0-9][A-Za-z0-9._
 
 class ReleaseError(ValueError):
     """A release request the catalog refuses (unknown, conflicting, immutable)."""
+
+
+class ReleaseNotFound(ReleaseError, LookupError):
+    """The release does not exist."""
+
+
+class ReleaseConflict(ReleaseError):
+    """The request contradicts what is already recorded (different content, wrong state)."""
+
+
+DRAFT, PUBLISHED, DEPRECATED = "draft", "published", "deprecated"
 
 
 def parse_ref(ref: str) -> tuple[str, str]:
@@ -76,7 +88,7 @@ def get_release(session: Session, ref: str) -> Release:
     name, tag = parse_ref(ref)
     release = session.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
     if release is None:
-        raise ReleaseError(f"release {ref} does not exist")
+        raise ReleaseNotFound(f"release {ref} does not exist")
     return release
 
 
@@ -88,8 +100,13 @@ def publish(
     dataset: str | None = None,
     version: int | None = None,
     created_by: str = "local",
+    draft: bool = False,
 ) -> tuple[Release, bool]:
-    """Publish ``ref``; returns (release, created). Same content again: no-op. Different: refused."""
+    """Publish ``ref``; returns (release, changed). Same content again: no-op. Different: refused.
+
+    ``draft=True`` records the release (pinned version, manifest, digest) without publishing it;
+    publishing the same content later turns the draft into a published release.
+    """
     from pipelines.runner import latest_version  # runner imports the catalog; avoid a cycle at import
 
     name, tag = parse_ref(ref)
@@ -100,12 +117,16 @@ def publish(
         existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
         if existing is not None:
             if existing.content_digest == digest:
-                log.info("release %s already published with the same content", ref)
+                if existing.state == DRAFT and not draft:
+                    existing.state, existing.published_at, existing.created_by = PUBLISHED, utcnow(), created_by
+                    log.info("release %s: draft published", ref)
+                    return existing, True
+                log.info("release %s already recorded with the same content", ref)
                 return existing, False
             pinned = existing.dataset_version
-            raise ReleaseError(
-                f"release {ref} is already published with different content "
-                f"({pinned.dataset.name} v{pinned.version}, digest {existing.content_digest[:12]}); "
+            raise ReleaseConflict(
+                f"release {ref} is already {'recorded' if existing.state == DRAFT else 'published'} with different "
+                f"content ({pinned.dataset.name} v{pinned.version}, digest {existing.content_digest[:12]}); "
                 f"releases are immutable: publish a new tag"
             )
         release = Release(
@@ -115,7 +136,36 @@ def publish(
             content_digest=digest,
             manifest=manifest,
             created_by=created_by,
+            state=DRAFT if draft else PUBLISHED,
         )
         release.dataset_version = dv
         s.add(release)
     return release, True
+
+
+def publish_draft(catalog: Catalog, settings: Settings, ref: str, *, created_by: str = "local") -> tuple[Release, bool]:
+    """Publish an existing draft after checking its files still have the recorded content."""
+    with catalog.session() as s:
+        release = get_release(s, ref)
+        if release.state != DRAFT:
+            if release.state == PUBLISHED:
+                return release, False
+            raise ReleaseConflict(f"release {ref} is {release.state}; only a draft can be published")
+        dv = release.dataset_version
+        digest = content_digest(build_manifest(dv, s.get(Run, dv.run_id), settings))
+        if digest != release.content_digest:
+            raise ReleaseConflict(f"release {ref}: its files changed since the draft was recorded; refusing to publish")
+        release.state, release.published_at, release.created_by = PUBLISHED, utcnow(), created_by
+        return release, True
+
+
+def deprecate(catalog: Catalog, ref: str, *, reason: str = "") -> tuple[Release, bool]:
+    """Mark a published release deprecated (it stays readable). Deprecating again is a no-op."""
+    with catalog.session() as s:
+        release = get_release(s, ref)
+        if release.state == DEPRECATED:
+            return release, False
+        if release.state != PUBLISHED:
+            raise ReleaseConflict(f"release {ref} is a {release.state}; only a published release can be deprecated")
+        release.state, release.deprecated_at, release.deprecation_reason = DEPRECATED, utcnow(), reason or None
+        return release, True

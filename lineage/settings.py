@@ -59,6 +59,13 @@ class Settings(BaseSettings):
     parquet_file_rows: int = 1_000_000
     group_partition_rows: int = 2_000_000  # rows of key columns a group step holds in memory at once
 
+    # HTTP service (``lineage serve``)
+    api_host: str = "127.0.0.1"  # on loopback with no token created yet, the service runs without auth
+    api_port: int = 8765
+    api_local_user: str = "local"  # who single-user mode records as the actor
+    api_page_limit: int = 100  # default page size of list endpoints (at most 1000)
+    openlineage_namespace: str = "lineage-ledger"  # namespace of our datasets and jobs in OpenLineage events
+
     @model_validator(mode="after")
     def _defaults(self) -> Settings:
         self.home = self.home.expanduser().resolve()

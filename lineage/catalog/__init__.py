@@ -1,6 +1,25 @@
-"""The SQL catalog: the few small, transactional facts (datasets, versions, runs, releases)."""
+"""The SQL catalog: the few small, transactional facts (datasets, versions, runs, releases, tokens)."""
 
 from lineage.catalog.db import Catalog
-from lineage.catalog.models import Dataset, DatasetVersion, Release, Run
+from lineage.catalog.models import (
+    ApiToken,
+    Dataset,
+    DatasetVersion,
+    LineageEdge,
+    LineageEvent,
+    LineageNode,
+    Release,
+    Run,
+)
 
-__all__ = ["Catalog", "Dataset", "DatasetVersion", "Release", "Run"]
+__all__ = [
+    "ApiToken",
+    "Catalog",
+    "Dataset",
+    "DatasetVersion",
+    "LineageEdge",
+    "LineageEvent",
+    "LineageNode",
+    "Release",
+    "Run",
+]

@@ -1,0 +1,326 @@
+"""Dataset-level lineage in OpenLineage terms: ingest RunEvents, answer Marquez-shaped graph queries.
+
+Every event (from any producer: the openlineage-python client, Spark's or Airflow's integrations,
+or our own runner) goes through :func:`ingest`: the event is stored verbatim, and the graph
+(jobs, datasets, and which job reads or writes which dataset) is updated. Our pipeline runs are
+described by :func:`run_events` and ingested by :func:`emit_run`, through the same function.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from lineage.catalog import Catalog, Dataset, DatasetVersion, LineageEdge, LineageEvent, LineageNode, Run
+from lineage.catalog.models import utcnow
+from lineage.settings import Settings
+
+log = logging.getLogger(__name__)
+
+PRODUCER = "https://github.com/lineage-ledger/lineage-ledger"
+SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/definitions/RunEvent"
+DATASET, JOB = "DATASET", "JOB"
+
+_Text = Field(min_length=1, max_length=1000)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class OLRun(_Open):
+    runId: str = Field(min_length=1, max_length=100)  # noqa: N815 (OpenLineage's field names)
+    facets: dict[str, Any] = {}
+
+
+class OLJob(_Open):
+    namespace: str = Field(min_length=1, max_length=500)
+    name: str = _Text
+    facets: dict[str, Any] = {}
+
+
+class OLDataset(_Open):
+    namespace: str = Field(min_length=1, max_length=500)
+    name: str = _Text
+    facets: dict[str, Any] = {}
+
+
+class RunEvent(_Open):
+    """An OpenLineage RunEvent (the fields we use are checked; the rest is kept as sent)."""
+
+    eventType: Literal["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"] = "OTHER"  # noqa: N815
+    eventTime: datetime  # noqa: N815
+    run: OLRun
+    job: OLJob
+    inputs: list[OLDataset] = Field(default=[], max_length=10_000)
+    outputs: list[OLDataset] = Field(default=[], max_length=10_000)
+    producer: str = Field(default="", max_length=1000)
+    schemaURL: str = Field(default="", max_length=1000)  # noqa: N815
+
+
+def node_id(kind: str, namespace: str, name: str) -> str:
+    return f"{kind.lower()}:{namespace}:{name}"
+
+
+def _upsert_node(session: Session, kind: str, ds: OLDataset | OLJob, run_id: str) -> LineageNode:
+    query = select(LineageNode).where(
+        LineageNode.kind == kind, LineageNode.namespace == ds.namespace, LineageNode.name == ds.name
+    )
+    node = session.scalars(query).first()
+    if node is None:
+        node = LineageNode(kind=kind, namespace=ds.namespace, name=ds.name, facets=dict(ds.facets))
+        try:
+            with session.begin_nested():
+                session.add(node)
+                session.flush()
+        except IntegrityError:  # created concurrently
+            node = session.scalars(query).one()
+    if ds.facets:
+        node.facets = {**node.facets, **ds.facets}
+    if kind == JOB:
+        node.latest_run_id = run_id
+    node.updated_at = utcnow()
+    return node
+
+
+def _upsert_edge(session: Session, job: LineageNode, dataset: LineageNode, direction: str) -> None:
+    query = select(LineageEdge).where(
+        LineageEdge.job_id == job.id, LineageEdge.dataset_id == dataset.id, LineageEdge.direction == direction
+    )
+    edge = session.scalars(query).first()
+    if edge is None:
+        try:
+            with session.begin_nested():
+                session.add(LineageEdge(job_id=job.id, dataset_id=dataset.id, direction=direction))
+                session.flush()
+        except IntegrityError:
+            pass
+    else:
+        edge.updated_at = utcnow()
+
+
+def ingest(session: Session, event: RunEvent | dict[str, Any]) -> LineageEvent:
+    """Store one RunEvent and fold its job, inputs and outputs into the graph."""
+    ev = event if isinstance(event, RunEvent) else RunEvent.model_validate(event)
+    row = LineageEvent(
+        event_type=ev.eventType,
+        event_time=ev.eventTime,
+        run_id=ev.run.runId,
+        job_namespace=ev.job.namespace,
+        job_name=ev.job.name,
+        producer=ev.producer,
+        payload=ev.model_dump(mode="json", exclude_unset=False),
+    )
+    session.add(row)
+    job = _upsert_node(session, JOB, ev.job, ev.run.runId)
+    for direction, datasets in (("in", ev.inputs), ("out", ev.outputs)):
+        for ds in datasets:
+            _upsert_edge(session, job, _upsert_node(session, DATASET, ds, ev.run.runId), direction)
+    session.flush()
+    return row
+
+
+# -- our own runs -------------------------------------------------------------------------------
+def _file_dataset(uri: str) -> tuple[str, str]:
+    """OpenLineage naming for a file location: ``file`` + path, or ``scheme://authority`` + path."""
+    if "://" not in uri:
+        return "file", uri
+    scheme, rest = uri.split("://", 1)
+    if scheme == "file":
+        return "file", "/" + rest.lstrip("/")
+    authority, _, path = rest.partition("/")
+    return f"{scheme}://{authority}", path or "/"
+
+
+def run_events(run: Run, dv: DatasetVersion | None, settings: Settings) -> list[dict[str, Any]]:
+    """START and COMPLETE (or FAIL) events describing one of our pipeline runs."""
+    ns = settings.openlineage_namespace
+    inputs = []
+    for inp in run.inputs:
+        if inp.get("kind") == "dataset":
+            inputs.append(
+                {
+                    "namespace": ns,
+                    "name": inp["dataset"],
+                    "facets": {"version": _facet({"datasetVersion": str(inp["version"])})},
+                }
+            )
+        elif inp.get("uri"):
+            namespace, name = _file_dataset(inp["uri"])
+            inputs.append({"namespace": namespace, "name": name, "facets": {}})
+    outputs = []
+    if dv is not None:
+        ds: Dataset = dv.dataset
+        outputs.append(
+            {
+                "namespace": ns,
+                "name": ds.name,
+                "facets": {
+                    "version": _facet({"datasetVersion": str(dv.version)}),
+                    "schema": _facet(
+                        {"fields": [{"name": f["name"], "type": f["type"]} for f in dv.schema.get("fields", [])]}
+                    ),
+                    "documentation": _facet({"description": ds.description}),
+                    "ownership": _facet({"owners": [{"name": ds.owner}] if ds.owner else []}),
+                },
+                "outputFacets": {"outputStatistics": _facet({"rowCount": dv.row_count, "size": dv.bytes})},
+            }
+        )
+    job = {"namespace": ns, "name": run.pipeline, "facets": {}}
+    base = {"producer": PRODUCER, "schemaURL": SCHEMA_URL, "job": job, "inputs": inputs}
+    end_type = "COMPLETE" if run.status == "succeeded" else "FAIL"
+    run_facets = {"processing_engine": _facet({"name": run.engine, "version": run.code_version})}
+    return [
+        {
+            **base,
+            "eventType": "START",
+            "eventTime": run.started_at.isoformat(),
+            "run": {"runId": run.id, "facets": run_facets},
+        },
+        {
+            **base,
+            "eventType": end_type,
+            "eventTime": (run.ended_at or utcnow()).isoformat(),
+            "run": {"runId": run.id, "facets": run_facets},
+            "outputs": outputs,
+        },
+    ]
+
+
+def _facet(body: dict[str, Any]) -> dict[str, Any]:
+    return {"_producer": PRODUCER, "_schemaURL": "https://openlineage.io/spec/facets/", **body}
+
+
+def emit_run(catalog: Catalog, settings: Settings, run_id: str) -> int:
+    """Ingest the OpenLineage events of a finished run (the same path as ``POST /api/v1/lineage``)."""
+    with catalog.session() as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            raise KeyError(f"run {run_id} does not exist")
+        dv = s.scalars(select(DatasetVersion).where(DatasetVersion.run_id == run_id)).first()
+        events = run_events(run, dv, settings)
+        for event in events:
+            ingest(s, event)
+    log.info("run %s: %d OpenLineage events ingested", run_id, len(events))
+    return len(events)
+
+
+# -- the graph ----------------------------------------------------------------------------------
+@dataclass
+class GraphIndex:
+    """The whole job/dataset graph in memory; rebuilt when new events arrive."""
+
+    stamp: tuple[Any, ...]
+    nodes: dict[int, LineageNode]
+    by_key: dict[tuple[str, str, str], int]
+    ins: dict[int, list[int]] = field(default_factory=dict)  # node -> nodes with an edge into it
+    outs: dict[int, list[int]] = field(default_factory=dict)
+
+    def resolve(self, text: str) -> int | None:
+        """``dataset:NS:NAME`` or ``job:NS:NAME``; namespaces and names may contain ':'."""
+        kind, sep, rest = text.partition(":")
+        kind = kind.upper()
+        if not sep or kind not in (DATASET, JOB):
+            return None
+        start = 0
+        while True:
+            i = rest.find(":", start)
+            if i < 0:
+                return None
+            found = self.by_key.get((kind, rest[:i], rest[i + 1 :]))
+            if found is not None:
+                return found
+            start = i + 1
+
+    def ident(self, nid: int) -> str:
+        n = self.nodes[nid]
+        return node_id(n.kind, n.namespace, n.name)
+
+    def subgraph(self, start: int, depth: int) -> dict[str, Any]:
+        seen = {start: 0}
+        queue = deque([start])
+        while queue:
+            cur = queue.popleft()
+            if seen[cur] >= depth:
+                continue
+            for nxt in (*self.ins.get(cur, ()), *self.outs.get(cur, ())):
+                if nxt not in seen:
+                    seen[nxt] = seen[cur] + 1
+                    queue.append(nxt)
+        idents = {nid: self.ident(nid) for nid in seen}
+        graph = []
+        for nid in sorted(seen, key=lambda n: (seen[n], idents[n])):
+            n = self.nodes[nid]
+            me = idents[nid]
+            graph.append(
+                {
+                    "id": me,
+                    "type": n.kind,
+                    "data": _node_data(n),
+                    "inEdges": [{"origin": idents[o], "destination": me} for o in self.ins.get(nid, ()) if o in seen],
+                    "outEdges": [{"origin": me, "destination": idents[d]} for d in self.outs.get(nid, ()) if d in seen],
+                }
+            )
+        return {"graph": graph}
+
+
+def _node_data(n: LineageNode) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": {"namespace": n.namespace, "name": n.name},
+        "name": n.name,
+        "namespace": n.namespace,
+        "updatedAt": n.updated_at.isoformat(),
+    }
+    if n.kind == DATASET:
+        data["type"] = "DB_TABLE"
+        data["facets"] = n.facets
+    else:
+        data["type"] = "BATCH"
+        data["latestRunId"] = n.latest_run_id
+    return data
+
+
+def graph_stamp(session: Session) -> tuple[Any, ...]:
+    """Changes whenever an event is ingested: every change to the graph comes with one."""
+    return tuple(session.execute(select(func.max(LineageEvent.id), func.count(LineageEvent.id))).one())
+
+
+def load_graph(session: Session, stamp: tuple[Any, ...]) -> GraphIndex:
+    nodes = {n.id: n for n in session.scalars(select(LineageNode))}
+    for n in nodes.values():
+        session.expunge(n)
+    index = GraphIndex(stamp, nodes, {(n.kind, n.namespace, n.name): i for i, n in nodes.items()})
+    for job_id, dataset_id, direction in session.execute(
+        select(LineageEdge.job_id, LineageEdge.dataset_id, LineageEdge.direction).order_by(LineageEdge.id)
+    ):
+        origin, dest = (dataset_id, job_id) if direction == "in" else (job_id, dataset_id)
+        index.outs.setdefault(origin, []).append(dest)
+        index.ins.setdefault(dest, []).append(origin)
+    return index
+
+
+class GraphCache:
+    """Keeps the last loaded graph while no new event has arrived (checked with one small query)."""
+
+    def __init__(self) -> None:
+        self._index: GraphIndex | None = None
+        self._lock = threading.Lock()
+
+    def get(self, session: Session) -> GraphIndex:
+        stamp = graph_stamp(session)
+        index = self._index
+        if index is not None and index.stamp == stamp:
+            return index
+        with self._lock:
+            if self._index is None or self._index.stamp != stamp:
+                self._index = load_graph(session, stamp)
+            return self._index

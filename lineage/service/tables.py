@@ -1,0 +1,140 @@
+"""Opened Delta versions, cached, and DuckDB queries over them.
+
+A dataset version pins Delta versions that never change, so what is learnt about them (the file
+list with each file's ``sample_id`` range, Parquet footers with row-group statistics) is cached
+per (tier, table, version). A point lookup then touches only the files whose range holds the
+key, and DuckDB's scan of those files skips row groups by their statistics: data and lineage
+tables are sorted by ``sample_id``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+
+from lineage.settings import Settings
+from storage.delta import open_version
+from storage.tier import get_tier
+
+log = logging.getLogger(__name__)
+KEY = "sample_id"
+
+
+@dataclass
+class VersionTable:
+    """One Delta version: its whole dataset, and one single-file dataset per file for point lookups."""
+
+    dataset: pads.Dataset
+    lows: list[str]  # per file, sorted by low key
+    highs: list[str]
+    files: list[pads.Dataset]
+    unranged: list[pads.Dataset]  # files without key statistics: always scanned
+    schema: pa.Schema
+
+    def covering(self, key: str) -> pads.Dataset | None:
+        """The files that can hold ``key`` as one dataset; None if none can."""
+        stop = bisect.bisect_right(self.lows, key)
+        hits = [self.files[i] for i in range(stop) if self.highs[i] >= key] + self.unranged
+        if not hits:
+            return None
+        if len(hits) == 1:
+            return hits[0]
+        return pads.dataset(hits)
+
+
+class TableCache:
+    """LRU of opened Delta versions, shared by all requests of a process (thread-safe)."""
+
+    def __init__(self, settings: Settings, max_entries: int = 256) -> None:
+        self.settings = settings
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, str, int], VersionTable] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, tier_name: str, path: str, version: int) -> VersionTable:
+        key = (tier_name, path, version)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                return found
+        table = self._open(tier_name, path, version)
+        with self._lock:
+            self._entries[key] = table
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return table
+
+    def _open(self, tier_name: str, path: str, version: int) -> VersionTable:
+        tier = get_tier(tier_name, self.settings)
+        delta = open_version(tier, path, version)
+        fs = pafs.SubTreeFileSystem(tier.path(path), tier.filesystem)
+        whole = delta.to_pyarrow_dataset(filesystem=fs)
+        actions = pa.table(delta.get_add_actions(flatten=True))
+        names = set(actions.column_names)
+        lo_col, hi_col = f"min.{KEY}", f"max.{KEY}"
+        ranged: list[tuple[str, str, pads.Dataset]] = []
+        unranged: list[pads.Dataset] = []
+        fmt = pads.ParquetFileFormat()
+        for row in actions.to_pylist():
+            one = pads.dataset(row["path"], filesystem=fs, format=fmt, schema=whole.schema)
+            for fragment in one.get_fragments():
+                fragment.ensure_complete_metadata()  # row-group statistics, read once
+            lo = row.get(lo_col) if lo_col in names else None
+            hi = row.get(hi_col) if hi_col in names else None
+            if lo is None or hi is None:
+                unranged.append(one)
+            else:
+                ranged.append((lo, hi, one))
+        ranged.sort(key=lambda r: r[0])
+        log.debug("opened %s@%d on %s: %d files", path, version, tier_name, len(ranged) + len(unranged))
+        return VersionTable(
+            whole, [r[0] for r in ranged], [r[1] for r in ranged], [r[2] for r in ranged], unranged, whole.schema
+        )
+
+
+class Duck:
+    """One DuckDB connection per thread (a connection is not safe to share between threads)."""
+
+    def __init__(self, settings: Settings, threads: int = 1) -> None:
+        self.settings = settings
+        self.threads = threads
+        self._local = threading.local()
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = duckdb.connect(config={"threads": self.threads, "memory_limit": self.settings.duckdb_memory_limit})
+            self._local.con = con
+        return con
+
+    @contextmanager
+    def tables(self, **tables: Any) -> Iterator[duckdb.DuckDBPyConnection]:
+        con = self._connection()
+        for name, table in tables.items():
+            con.register(name, table)
+        try:
+            yield con
+        finally:
+            for name in tables:
+                con.unregister(name)
+
+    def rows(self, sql: str, params: list[Any] | None = None, **tables: Any) -> list[dict[str, Any]]:
+        with self.tables(**tables) as con:
+            return con.execute(sql, params or []).to_arrow_table().to_pylist()
+
+    def scalar(self, sql: str, params: list[Any] | None = None, **tables: Any) -> Any:
+        with self.tables(**tables) as con:
+            rows = con.execute(sql, params or []).fetchall()
+            return rows[0][0] if rows else None
