@@ -132,7 +132,7 @@ class Duck:
 
     def rows(self, sql: str, params: list[Any] | None = None, **tables: Any) -> list[dict[str, Any]]:
         with self.tables(**tables) as con:
-            return con.execute(sql, params or []).to_arrow_table().to_pylist()
+            return con.sql(sql, params=params or None).to_arrow_table().to_pylist()
 
     def scalar(self, sql: str, params: list[Any] | None = None, **tables: Any) -> Any:
         with self.tables(**tables) as con:
