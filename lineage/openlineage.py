@@ -214,6 +214,15 @@ def emit_run(catalog: Catalog, settings: Settings, run_id: str) -> int:
     return len(events)
 
 
+def emit_after_commit(catalog: Catalog, settings: Settings, run_id: str) -> None:
+    """Called by the runner after its catalog commit: the run is already committed, so a failure
+    here is logged, not raised."""
+    try:
+        emit_run(catalog, settings, run_id)
+    except Exception:
+        log.exception("run %s: could not record its OpenLineage events", run_id)
+
+
 # -- the graph ----------------------------------------------------------------------------------
 @dataclass
 class GraphIndex:
