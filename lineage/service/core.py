@@ -318,6 +318,8 @@ class Service:
 
     # -- tokens -------------------------------------------------------------------------------
     def create_token(self, name: str, role: str = "reader", *, actor: str = "local") -> Any:
+        if role not in auth.ROLES:
+            raise BadRequest(f"unknown role {role!r}: use one of {', '.join(auth.ROLES)}")
         body = S.TokenCreate(name=name, role=role)  # type: ignore[arg-type]
         return self.tokens.create(body.name, body.role, created_by=actor)
 
