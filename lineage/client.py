@@ -285,13 +285,19 @@ class Client:
     def source_releases(
         self, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
     ) -> S.SourceReleases:
-        return self._call(
-            lambda: self.service.source_releases(uri=uri, dataset=dataset, version=version),
-            "GET",
-            "/sources/releases",
-            S.SourceReleases,
-            params={"uri": uri, "dataset": dataset, "version": version},
-        )
+        """Releases holding samples of a source file (``uri``) or of a dataset version, with counts."""
+        if self._http is None:
+            return _translated(self.service.source_releases)(uri=uri, dataset=dataset, version=version)
+        if (uri is None) == (dataset is None):
+            raise BadRequest("give exactly one source: uri (a file URI) or dataset (a dataset name, with version)")
+        if uri is not None:
+            return S.SourceReleases.model_validate(self._request("GET", "/sources/releases", params={"uri": uri}))
+        assert dataset is not None
+        number = version if version is not None else self.dataset(dataset).latest_version
+        if number is None:
+            raise NotFound(f"dataset {dataset!r} has no versions")
+        path = f"/datasets/{_q(dataset)}/versions/{int(number)}/releases"
+        return S.SourceReleases.model_validate(self._request("GET", path))
 
     # -- dataset-level lineage ----------------------------------------------------------------
     def post_lineage_event(self, event: dict[str, Any]) -> S.EventAccepted:

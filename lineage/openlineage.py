@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 PRODUCER = "https://github.com/lineage-ledger/lineage-ledger"
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/definitions/RunEvent"
 DATASET, JOB = "DATASET", "JOB"
+NODE_ID_PATTERN = r"^(dataset|job):.+:.+$"  # namespaces and names may themselves contain ':'
+
 
 _Text = Field(min_length=1, max_length=1000)
 

@@ -12,7 +12,10 @@ from lineage.service import schemas as S
 
 router = APIRouter(tags=["datasets"])
 
-Ref = Annotated[str, Query(min_length=1, max_length=300, description="NAME@TAG, DATASET:vN or DATASET (latest).")]
+REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[A-Za-z0-9][A-Za-z0-9._-]{0,127}|:v?[0-9]{1,9})?$"
+Ref = Annotated[
+    str, Query(pattern=REF_PATTERN, max_length=300, description="NAME@TAG, DATASET:vN or DATASET (latest).")
+]
 
 
 @router.get("/datasets", response_model=S.Page[S.DatasetOut])
@@ -46,6 +49,12 @@ def list_versions(name: Name, service: ServiceDep, _: Reader, limit: Limit = Non
 @router.get("/datasets/{name}/versions/{version}", response_model=S.VersionOut)
 def get_version(name: Name, version: VersionNumber, service: ServiceDep, _: Reader) -> Any:
     return service.get_version(name, version)
+
+
+@router.get("/datasets/{name}/versions/{version}/releases", response_model=S.SourceReleases)
+def releases_containing_version(name: Name, version: VersionNumber, service: ServiceDep, _: Reader) -> S.SourceReleases:
+    """Which releases contain samples of this dataset version, and how many."""
+    return service.source_releases(dataset=name, version=version)
 
 
 @router.get("/diff", response_model=S.Diff)

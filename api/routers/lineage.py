@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from api.deps import Reader, ServiceDep, Writer
-from lineage.openlineage import RunEvent
+from lineage.openlineage import NODE_ID_PATTERN, RunEvent
 from lineage.service import schemas as S
 
 router = APIRouter(tags=["lineage"])
@@ -24,7 +24,10 @@ def post_event(event: RunEvent, service: ServiceDep, _: Writer) -> S.EventAccept
 def get_graph(
     service: ServiceDep,
     _: Reader,
-    node_id: Annotated[str, Query(alias="nodeId", min_length=3, max_length=2000, description="dataset:NS:NAME")],
+    node_id: Annotated[
+        str,
+        Query(alias="nodeId", pattern=NODE_ID_PATTERN, max_length=2000, description="dataset:NS:NAME or job:NS:NAME"),
+    ],
     depth: Annotated[int, Query(ge=0, le=100, description="Hops from the node.")] = 20,
 ) -> Response:
     """The lineage graph around a dataset or job, in Marquez's shape."""

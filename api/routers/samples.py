@@ -37,9 +37,9 @@ def why_not(sample_id: SampleId, release: ReleaseRef, service: ServiceDep, _: Re
 def source_releases(
     service: ServiceDep,
     _: Reader,
-    uri: Annotated[str | None, Query(min_length=1, max_length=4096, description="A source file's URI.")] = None,
-    dataset: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=128)] = None,
-    version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    uri: Annotated[
+        str, Query(min_length=1, max_length=4096, description="A source file's URI; a trailing '/' means a folder.")
+    ],
 ) -> S.SourceReleases:
-    """Which releases contain samples of a source file or dataset version, and how many."""
-    return service.source_releases(uri=uri, dataset=dataset, version=version)
+    """Which releases contain samples read from a source file (or folder), and how many."""
+    return service.source_releases(uri=uri)

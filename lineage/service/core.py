@@ -306,7 +306,7 @@ class Service:
             index = self.graph_cache.get(s)
         start = index.resolve(node_id)
         if start is None:
-            if not re.match(r"^(dataset|job):[^:]+:.+$", node_id, flags=re.IGNORECASE):
+            if not re.match(openlineage.NODE_ID_PATTERN, node_id, flags=re.DOTALL):
                 raise BadRequest(
                     f"invalid nodeId {node_id[:200]!r}: expected dataset:NAMESPACE:NAME or job:NAMESPACE:NAME"
                 )
