@@ -8,6 +8,7 @@ described by :func:`run_events` and ingested by :func:`emit_run`, through the sa
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import deque
@@ -228,13 +229,21 @@ def emit_after_commit(catalog: Catalog, settings: Settings, run_id: str) -> None
 # -- the graph ----------------------------------------------------------------------------------
 @dataclass
 class GraphIndex:
-    """The whole job/dataset graph in memory; rebuilt when new events arrive."""
+    """The whole job/dataset graph in memory; rebuilt when new events arrive.
+
+    Each node's JSON (id, data) is serialised once at load; an answer is assembled from those
+    pieces, and the last answers are kept until the graph changes.
+    """
 
     stamp: tuple[Any, ...]
     nodes: dict[int, LineageNode]
     by_key: dict[tuple[str, str, str], int]
     ins: dict[int, list[int]] = field(default_factory=dict)  # node -> nodes with an edge into it
     outs: dict[int, list[int]] = field(default_factory=dict)
+    _ids: dict[int, str] = field(default_factory=dict)  # JSON-quoted node ids
+    _data: dict[int, str] = field(default_factory=dict)  # JSON of each node's "data"
+    _answers: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def resolve(self, text: str) -> int | None:
         """``dataset:NS:NAME`` or ``job:NS:NAME``; namespaces and names may contain ':'."""
@@ -252,11 +261,25 @@ class GraphIndex:
                 return found
             start = i + 1
 
-    def ident(self, nid: int) -> str:
-        n = self.nodes[nid]
-        return node_id(n.kind, n.namespace, n.name)
+    def _quoted(self, nid: int) -> str:
+        q = self._ids.get(nid)
+        if q is None:
+            n = self.nodes[nid]
+            q = self._ids[nid] = json.dumps(node_id(n.kind, n.namespace, n.name))
+        return q
 
-    def subgraph(self, start: int, depth: int) -> dict[str, Any]:
+    def _node_json(self, nid: int) -> str:
+        d = self._data.get(nid)
+        if d is None:
+            d = self._data[nid] = json.dumps(_node_data(self.nodes[nid]), separators=(",", ":"), default=str)
+        return d
+
+    def subgraph_json(self, start: int, depth: int) -> bytes:
+        """Marquez's ``{"graph": [...]}``: nodes within ``depth`` hops, nearest first, edges among them."""
+        key = (start, depth)
+        cached = self._answers.get(key)
+        if cached is not None:
+            return cached
         seen = {start: 0}
         queue = deque([start])
         while queue:
@@ -267,21 +290,25 @@ class GraphIndex:
                 if nxt not in seen:
                     seen[nxt] = seen[cur] + 1
                     queue.append(nxt)
-        idents = {nid: self.ident(nid) for nid in seen}
-        graph = []
-        for nid in sorted(seen, key=lambda n: (seen[n], idents[n])):
-            n = self.nodes[nid]
-            me = idents[nid]
-            graph.append(
-                {
-                    "id": me,
-                    "type": n.kind,
-                    "data": _node_data(n),
-                    "inEdges": [{"origin": idents[o], "destination": me} for o in self.ins.get(nid, ()) if o in seen],
-                    "outEdges": [{"origin": me, "destination": idents[d]} for d in self.outs.get(nid, ()) if d in seen],
-                }
+        parts = []
+        for nid in sorted(seen, key=lambda n: (seen[n], self._quoted(n))):
+            me = self._quoted(nid)
+            ins = ",".join(
+                f'{{"origin":{self._quoted(o)},"destination":{me}}}' for o in self.ins.get(nid, ()) if o in seen
             )
-        return {"graph": graph}
+            outs = ",".join(
+                f'{{"origin":{me},"destination":{self._quoted(d)}}}' for d in self.outs.get(nid, ()) if d in seen
+            )
+            parts.append(
+                f'{{"id":{me},"type":"{self.nodes[nid].kind}","data":{self._node_json(nid)},'
+                f'"inEdges":[{ins}],"outEdges":[{outs}]}}'
+            )
+        answer = ('{"graph":[' + ",".join(parts) + "]}").encode()
+        with self._lock:
+            if len(self._answers) >= 256:
+                self._answers.clear()
+            self._answers[key] = answer
+        return answer
 
 
 def _node_data(n: LineageNode) -> dict[str, Any]:
@@ -302,7 +329,7 @@ def _node_data(n: LineageNode) -> dict[str, Any]:
 
 def graph_stamp(session: Session) -> tuple[Any, ...]:
     """Changes whenever an event is ingested: every change to the graph comes with one."""
-    return tuple(session.execute(select(func.max(LineageEvent.id), func.count(LineageEvent.id))).one())
+    return (session.scalar(select(func.max(LineageEvent.id))),)  # ids only grow; events are never deleted
 
 
 def load_graph(session: Session, stamp: tuple[Any, ...]) -> GraphIndex:

@@ -42,8 +42,7 @@ class Service:
         self.settings = settings or get_settings()
         self.catalog = catalog or Catalog(self.settings.catalog_url or "")
         self.tables = TableCache(self.settings)
-        self.duck = Duck(self.settings, threads=1)  # point lookups
-        self.duck_scan = Duck(self.settings, threads=2)  # scans (diffs, source counts)
+        self.duck = Duck(self.settings, threads=2)  # scans over whole versions (diffs, source counts)
         self.graph_cache = openlineage.GraphCache()
         self.tokens = auth.TokenStore(self.catalog)
 
@@ -162,7 +161,7 @@ class Service:
             t, tref = self._resolve(s, target)
             bkey, tkey = (b.tier, b.data_path, b.data_delta_version), (t.tier, t.data_path, t.data_delta_version)
             bschema, tschema = b.schema, t.schema
-        rows = self.duck_scan.rows(
+        rows = self.duck.rows(
             """
             WITH b AS (SELECT sample_id, source_dataset, content_hash FROM base_ds),
                  t AS (SELECT sample_id, source_dataset, content_hash FROM target_ds)
@@ -299,7 +298,8 @@ class Service:
             outputs=len(ev.outputs),
         )
 
-    def lineage_graph_dict(self, node_id: str, depth: int = 20) -> dict[str, Any]:
+    def lineage_graph_json(self, node_id: str, depth: int = 20) -> bytes:
+        """The graph as JSON bytes (what the HTTP answer sends; assembled from cached pieces)."""
         if not 0 <= depth <= 100:
             raise BadRequest(f"depth must be 0-100, got {depth}")
         with self.catalog.session() as s:
@@ -311,10 +311,10 @@ class Service:
                     f"invalid nodeId {node_id[:200]!r}: expected dataset:NAMESPACE:NAME or job:NAMESPACE:NAME"
                 )
             raise NotFound(f"node {node_id[:200]!r} is not in the lineage graph")
-        return index.subgraph(start, depth)
+        return index.subgraph_json(start, depth)
 
     def lineage_graph(self, node_id: str, depth: int = 20) -> S.Graph:
-        return S.Graph.model_validate(self.lineage_graph_dict(node_id, depth))
+        return S.Graph.model_validate_json(self.lineage_graph_json(node_id, depth))
 
     # -- tokens -------------------------------------------------------------------------------
     def create_token(self, name: str, role: str = "reader", *, actor: str = "local") -> Any:

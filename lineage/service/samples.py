@@ -1,8 +1,9 @@
 """Sample-level lineage questions, answered from the columnar tables (DuckDB over Delta versions).
 
 The catalog only says which Delta versions a dataset version or release pins; every per-sample
-fact comes from the lineage and data tables. Point lookups touch only the files whose
-``sample_id`` range holds the id (see :mod:`lineage.service.tables`).
+fact comes from the lineage and data tables. Point lookups touch only the files and row groups
+whose ``sample_id`` range holds the id (see :mod:`lineage.service.tables`); scans over whole
+versions run in DuckDB.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from lineage.service.errors import BadRequest
 if TYPE_CHECKING:
     from lineage.service.core import Service
 
-_LINEAGE_COLUMNS = "run_id, step, operator, operator_version, verdict, reason, related_ids, detail"
+_LINEAGE_COLUMNS = ["run_id", "step", "operator", "operator_version", "verdict", "reason", "related_ids", "detail"]
 _SAMPLE_COLUMNS = [
     "sample_id",
     "content_hash",
@@ -42,12 +43,7 @@ def _compact(detail: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def lineage_records(svc: Service, dv: DatasetVersion | tuple[str, str, int], sample_id: str) -> list[dict[str, Any]]:
     key = dv if isinstance(dv, tuple) else (dv.tier, dv.lineage_path, dv.lineage_delta_version)
-    files = svc.tables.get(*key).covering(sample_id)
-    if files is None:
-        return []
-    rows = svc.duck.rows(
-        f"SELECT {_LINEAGE_COLUMNS} FROM lin WHERE sample_id = ? ORDER BY step", [sample_id], lin=files
-    )
+    rows = sorted(svc.tables.get(*key).lookup(sample_id, _LINEAGE_COLUMNS), key=lambda r: r["step"])
     for r in rows:
         r["detail"] = _compact(r["detail"])
     return rows
@@ -57,11 +53,7 @@ def sample_row(
     svc: Service, dv: DatasetVersion | tuple[str, str, int], sample_id: str, *, include_text: bool = False
 ) -> dict[str, Any] | None:
     key = dv if isinstance(dv, tuple) else (dv.tier, dv.data_path, dv.data_delta_version)
-    files = svc.tables.get(*key).covering(sample_id)
-    if files is None:
-        return None
-    columns = ", ".join(_SAMPLE_COLUMNS + (["text"] if include_text else []))
-    rows = svc.duck.rows(f"SELECT {columns} FROM smp WHERE sample_id = ? LIMIT 1", [sample_id], smp=files)
+    rows = svc.tables.get(*key).lookup(sample_id, _SAMPLE_COLUMNS + (["text"] if include_text else []))
     return rows[0] if rows else None
 
 
@@ -245,17 +237,17 @@ def source_releases(
     for dv_id, (key, _name, _v) in pinned.items():
         table = svc.tables.get(*key).dataset
         if src_key is not None:
-            counts[dv_id] = svc.duck_scan.scalar(
+            counts[dv_id] = svc.duck.scalar(
                 "SELECT count(*) FROM rel WHERE sample_id IN (SELECT sample_id FROM src)",
                 rel=table,
                 src=svc.tables.get(*src_key).dataset,
             )
         elif uri is not None and uri.endswith("/"):
-            counts[dv_id] = svc.duck_scan.scalar(
+            counts[dv_id] = svc.duck.scalar(
                 "SELECT count(*) FROM rel WHERE starts_with(source_uri, ?)", [uri], rel=table
             )
         else:
-            counts[dv_id] = svc.duck_scan.scalar("SELECT count(*) FROM rel WHERE source_uri = ?", [uri], rel=table)
+            counts[dv_id] = svc.duck.scalar("SELECT count(*) FROM rel WHERE source_uri = ?", [uri], rel=table)
     return S.SourceReleases(
         source=label,
         releases=[

@@ -20,6 +20,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
@@ -51,6 +52,14 @@ class VersionTable:
         if len(hits) == 1:
             return hits[0]
         return pads.dataset(hits)
+
+    def lookup(self, key: str, columns: list[str]) -> list[dict[str, Any]]:
+        """Rows whose ``sample_id`` is ``key``: only files whose range holds it are opened, and in
+        them only row groups whose statistics do (footers are cached, so no extra reads)."""
+        files = self.covering(key)
+        if files is None:
+            return []
+        return files.to_table(columns=columns, filter=pc.field(KEY) == key, use_threads=False).to_pylist()
 
 
 class TableCache:

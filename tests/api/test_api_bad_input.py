@@ -75,7 +75,9 @@ def test_lineage_serve_starts_uvicorn_on_loopback(tmp_path: Path) -> None:
                 break
             except httpx.TransportError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"lineage serve did not start: {proc.stdout.read() if proc.stdout else ''}")
+                    raise AssertionError(
+                        f"lineage serve did not start: {proc.stdout.read() if proc.stdout else ''}"
+                    ) from None
                 time.sleep(0.2)
         assert health.json()["auth_required"] is False and health.json()["database"] == "sqlite"
         docs = httpx.get(f"http://127.0.0.1:{port}/openapi.json").json()
