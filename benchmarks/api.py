@@ -344,7 +344,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument(
-        "--row-group-rows", type=int, default=8192, help="Parquet row group size of the data and lineage tables."
+        "--row-group-rows", type=int, default=4096, help="Parquet row group size of the data and lineage tables."
     )
     args = parser.parse_args()
 

@@ -236,7 +236,7 @@ class GraphIndex:
     """
 
     stamp: tuple[Any, ...]
-    nodes: dict[int, LineageNode]
+    nodes: dict[int, Any]  # lineage_nodes rows
     by_key: dict[tuple[str, str, str], int]
     ins: dict[int, list[int]] = field(default_factory=dict)  # node -> nodes with an edge into it
     outs: dict[int, list[int]] = field(default_factory=dict)
@@ -311,7 +311,8 @@ class GraphIndex:
         return answer
 
 
-def _node_data(n: LineageNode) -> dict[str, Any]:
+def _node_data(n: Any) -> dict[str, Any]:
+    """Marquez-like node data from a ``lineage_nodes`` row."""
     data: dict[str, Any] = {
         "id": {"namespace": n.namespace, "name": n.name},
         "name": n.name,
@@ -333,9 +334,8 @@ def graph_stamp(session: Session) -> tuple[Any, ...]:
 
 
 def load_graph(session: Session, stamp: tuple[Any, ...]) -> GraphIndex:
-    nodes = {n.id: n for n in session.scalars(select(LineageNode))}
-    for n in nodes.values():
-        session.expunge(n)
+    # plain rows, not ORM objects: loading 10,000 nodes this way is several times faster
+    nodes = {n.id: n for n in session.execute(select(LineageNode.__table__))}
     index = GraphIndex(stamp, nodes, {(n.kind, n.namespace, n.name): i for i, n in nodes.items()})
     for job_id, dataset_id, direction in session.execute(
         select(LineageEdge.job_id, LineageEdge.dataset_id, LineageEdge.direction).order_by(LineageEdge.id)

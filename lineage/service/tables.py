@@ -33,33 +33,69 @@ KEY = "sample_id"
 
 
 @dataclass
+class FileIndex:
+    """One Parquet file of a version, with its row groups' ``sample_id`` ranges (from its footer)."""
+
+    dataset: pads.Dataset
+    fragment: pads.ParquetFileFragment | None
+    rg_lows: list[str] | None  # None: no usable statistics, scan the file with a filter
+    rg_highs: list[str] | None
+
+    @classmethod
+    def build(cls, dataset: pads.Dataset) -> FileIndex:
+        fragments = list(dataset.get_fragments())
+        if len(fragments) != 1:
+            return cls(dataset, None, None, None)
+        fragment = fragments[0]
+        fragment.ensure_complete_metadata()  # footer read once, then cached
+        lows, highs = [], []
+        for rg in fragment.row_groups:
+            stats = (rg.statistics or {}).get(KEY)
+            if not stats or stats.get("min") is None or stats.get("max") is None:
+                return cls(dataset, fragment, None, None)
+            lows.append(stats["min"])
+            highs.append(stats["max"])
+        if lows != sorted(lows):
+            return cls(dataset, fragment, None, None)
+        return cls(dataset, fragment, lows, highs)
+
+    def read(self, key: str, columns: list[str]) -> pa.Table:
+        expr = pc.field(KEY) == key
+        if self.fragment is None or self.rg_lows is None or self.rg_highs is None:
+            return self.dataset.to_table(columns=columns, filter=expr, use_threads=False)
+        j = bisect.bisect_right(self.rg_lows, key) - 1
+        ids = []
+        while j >= 0 and self.rg_highs[j] >= key:  # sorted file: the candidates are contiguous
+            ids.append(j)
+            j -= 1
+        if not ids:
+            return self.dataset.schema.empty_table().select(columns)
+        return self.fragment.subset(row_group_ids=sorted(ids)).to_table(columns=columns, filter=expr, use_threads=False)
+
+
+@dataclass
 class VersionTable:
-    """One Delta version: its whole dataset, and one single-file dataset per file for point lookups."""
+    """One Delta version: its whole dataset, and per file its key range and row-group index."""
 
     dataset: pads.Dataset
     lows: list[str]  # per file, sorted by low key
     highs: list[str]
-    files: list[pads.Dataset]
-    unranged: list[pads.Dataset]  # files without key statistics: always scanned
+    files: list[FileIndex]
+    unranged: list[FileIndex]  # files without key statistics: always scanned
     schema: pa.Schema
 
-    def covering(self, key: str) -> pads.Dataset | None:
-        """The files that can hold ``key`` as one dataset; None if none can."""
+    def covering(self, key: str) -> list[FileIndex]:
+        """The files that can hold ``key``."""
         stop = bisect.bisect_right(self.lows, key)
-        hits = [self.files[i] for i in range(stop) if self.highs[i] >= key] + self.unranged
-        if not hits:
-            return None
-        if len(hits) == 1:
-            return hits[0]
-        return pads.dataset(hits)
+        return [self.files[i] for i in range(stop) if self.highs[i] >= key] + self.unranged
 
     def lookup(self, key: str, columns: list[str]) -> list[dict[str, Any]]:
-        """Rows whose ``sample_id`` is ``key``: only files whose range holds it are opened, and in
-        them only row groups whose statistics do (footers are cached, so no extra reads)."""
-        files = self.covering(key)
-        if files is None:
-            return []
-        return files.to_table(columns=columns, filter=pc.field(KEY) == key, use_threads=False).to_pylist()
+        """Rows whose ``sample_id`` is ``key``: only files whose range holds it, and in them only the
+        row groups whose range does, are read (footers are cached, so no extra reads)."""
+        rows: list[dict[str, Any]] = []
+        for f in self.covering(key):
+            rows += f.read(key, columns).to_pylist()
+        return rows
 
 
 class TableCache:
@@ -93,13 +129,11 @@ class TableCache:
         actions = pa.table(delta.get_add_actions(flatten=True))
         names = set(actions.column_names)
         lo_col, hi_col = f"min.{KEY}", f"max.{KEY}"
-        ranged: list[tuple[str, str, pads.Dataset]] = []
-        unranged: list[pads.Dataset] = []
+        ranged: list[tuple[str, str, FileIndex]] = []
+        unranged: list[FileIndex] = []
         fmt = pads.ParquetFileFormat()
         for row in actions.to_pylist():
-            one = pads.dataset(row["path"], filesystem=fs, format=fmt, schema=whole.schema)
-            for fragment in one.get_fragments():
-                fragment.ensure_complete_metadata()  # row-group statistics, read once
+            one = FileIndex.build(pads.dataset(row["path"], filesystem=fs, format=fmt, schema=whole.schema))
             lo = row.get(lo_col) if lo_col in names else None
             hi = row.get(hi_col) if hi_col in names else None
             if lo is None or hi is None:
