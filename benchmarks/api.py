@@ -343,6 +343,7 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--workers", type=int, default=1, help="lineage serve --workers")
     parser.add_argument(
         "--row-group-rows", type=int, default=4096, help="Parquet row group size of the data and lineage tables."
     )
@@ -379,7 +380,8 @@ def main() -> None:
     env = {**os.environ, "LINEAGE_HOME": str(HOME), "PYTHONPATH": str(REPO)}
     env.pop("LINEAGE_CATALOG_URL", None)
     server = subprocess.Popen(
-        [sys.executable, "-m", "lineage", "serve", "--port", str(port), "--log-level", "warning"],
+        [sys.executable, "-m", "lineage", "serve", "--port", str(port), "--log-level", "warning"]
+        + ["--workers", str(args.workers)],
         env=env,
         stderr=subprocess.DEVNULL,
     )
@@ -393,6 +395,7 @@ def main() -> None:
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
+        print(f"server: lineage serve --workers {args.workers}; load average before: {os.getloadavg()[0]:.1f}")
         t = time.perf_counter()
         httpx.get(f"{url}/api/v1/samples/{ids[0]}/lineage", timeout=60)
         print(f"first lookup (opens the Delta versions, reads footers): {(time.perf_counter() - t) * 1000:.0f} ms")

@@ -6,6 +6,7 @@ Registered by one import in ``lineage/cli.py``; heavy imports stay inside the co
 from __future__ import annotations
 
 import logging
+import os
 from typing import Annotated
 
 import typer
@@ -24,6 +25,7 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address to bind (default: settings api_host, 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: settings api_port).")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes (more than 1 uses more cores).")] = 1,
 ) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs) over the catalog the CLI uses."""
     import uvicorn
@@ -43,7 +45,20 @@ def serve(
         )
     else:
         err.print("every request needs a bearer token (`lineage token create`)")
-    uvicorn.run(create_app(settings, service), host=settings.api_host, port=settings.api_port, log_level=log_level)
+    if workers == 1:
+        uvicorn.run(create_app(settings, service), host=settings.api_host, port=settings.api_port, log_level=log_level)
+        return
+    service.close()
+    # each worker process builds its own app from the environment: pass the bound address on
+    os.environ["LINEAGE_API_HOST"], os.environ["LINEAGE_API_PORT"] = settings.api_host, str(settings.api_port)
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=settings.api_host,
+        port=settings.api_port,
+        log_level=log_level,
+        workers=workers,
+    )
 
 
 @token_app.command("create")
