@@ -48,13 +48,18 @@ class FileIndex:
             return cls(dataset, None, None, None)
         fragment = fragments[0]
         fragment.ensure_complete_metadata()  # footer read once, then cached
+        meta = fragment.metadata
+        names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+        if KEY not in names:
+            return cls(dataset, fragment, None, None)
+        col = names.index(KEY)
         lows, highs = [], []
-        for rg in fragment.row_groups:
-            stats = (rg.statistics or {}).get(KEY)
-            if not stats or stats.get("min") is None or stats.get("max") is None:
+        for i in range(meta.num_row_groups):
+            stats = meta.row_group(i).column(col).statistics  # only the key column's: cheap
+            if stats is None or not stats.has_min_max:
                 return cls(dataset, fragment, None, None)
-            lows.append(stats["min"])
-            highs.append(stats["max"])
+            lows.append(stats.min)
+            highs.append(stats.max)
         if lows != sorted(lows):
             return cls(dataset, fragment, None, None)
         return cls(dataset, fragment, lows, highs)
