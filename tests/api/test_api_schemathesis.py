@@ -77,5 +77,6 @@ def _fuzz(operation: schemathesis.APIOperation, mode: str, headers: dict[str, st
 def test_schemathesis_ran_enough_cases() -> None:
     """Runs after the property tests (file order): they must have covered every operation and 500+ cases."""
     total = sum(_calls.values())
+    print(f"schemathesis: {total} cases over {len(_calls)} operations")
     assert total >= MIN_CASES, f"only {total} schemathesis cases ran: {_calls}"
     assert len(_calls) >= 20, f"operations covered: {sorted(_calls)}"
