@@ -43,6 +43,7 @@ class Service:
         self.catalog = catalog or Catalog(self.settings.catalog_url or "")
         self.tables = TableCache(self.settings)
         self.duck = Duck(self.settings, threads=2)  # scans over whole versions (diffs, source counts)
+        self.lookups = Duck(self.settings, threads=1)  # point lookups
         self.graph_cache = openlineage.GraphCache()
         self.tokens = auth.TokenStore(self.catalog)
 
@@ -112,12 +113,11 @@ class Service:
                 query = query.where(Dataset.owner == owner)
             if tag is None:
                 return S.Page[S.DatasetOut].model_validate(self._page(s, query, limit, offset, self._dataset_out))
-            # tags are a JSON list: filter in Python (portable across SQLite and PostgreSQL; few datasets)
-            everything = [d for d in s.scalars(query) if tag in (d.tags or [])]
-            page = self._page(s, query.limit(0), limit, offset, self._dataset_out)
-            page["total"] = len(everything)
-            page["items"] = [self._dataset_out(s, d) for d in everything[offset : offset + page["limit"]]]
-            return S.Page[S.DatasetOut].model_validate(page)
+            # tags are a JSON list: filtered in Python, portable across SQLite and PostgreSQL (datasets are few)
+            tagged = [d.id for d in s.scalars(query) if tag in (d.tags or [])]
+            return S.Page[S.DatasetOut].model_validate(
+                self._page(s, query.where(Dataset.id.in_(tagged)), limit, offset, self._dataset_out)
+            )
 
     def get_dataset(self, name: str) -> Any:
         with self.catalog.session() as s:

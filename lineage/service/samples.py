@@ -43,7 +43,7 @@ def _compact(detail: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def lineage_records(svc: Service, dv: DatasetVersion | tuple[str, str, int], sample_id: str) -> list[dict[str, Any]]:
     key = dv if isinstance(dv, tuple) else (dv.tier, dv.lineage_path, dv.lineage_delta_version)
-    rows = sorted(svc.tables.get(*key).lookup(sample_id, _LINEAGE_COLUMNS), key=lambda r: r["step"])
+    rows = sorted(svc.tables.get(*key).lookup(sample_id, _LINEAGE_COLUMNS, svc.lookups), key=lambda r: r["step"])
     for r in rows:
         r["detail"] = _compact(r["detail"])
     return rows
@@ -53,7 +53,7 @@ def sample_row(
     svc: Service, dv: DatasetVersion | tuple[str, str, int], sample_id: str, *, include_text: bool = False
 ) -> dict[str, Any] | None:
     key = dv if isinstance(dv, tuple) else (dv.tier, dv.data_path, dv.data_delta_version)
-    rows = svc.tables.get(*key).lookup(sample_id, _SAMPLE_COLUMNS + (["text"] if include_text else []))
+    rows = svc.tables.get(*key).lookup(sample_id, _SAMPLE_COLUMNS + (["text"] if include_text else []), svc.lookups)
     return rows[0] if rows else None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,29 +41,30 @@ class FileIndex:
     fragment: pads.ParquetFileFragment | None
     rg_lows: list[str] | None  # None: no usable statistics, scan the file with a filter
     rg_highs: list[str] | None
+    local_path: str | None = None  # on a POSIX tier: DuckDB reads the file itself
 
     @classmethod
-    def build(cls, dataset: pads.Dataset) -> FileIndex:
+    def build(cls, dataset: pads.Dataset, local_path: str | None = None) -> FileIndex:
         fragments = list(dataset.get_fragments())
         if len(fragments) != 1:
-            return cls(dataset, None, None, None)
+            return cls(dataset, None, None, None, local_path)
         fragment = fragments[0]
         fragment.ensure_complete_metadata()  # footer read once, then cached
         meta = fragment.metadata
         names = [meta.schema.column(i).path for i in range(meta.num_columns)]
         if KEY not in names:
-            return cls(dataset, fragment, None, None)
+            return cls(dataset, fragment, None, None, local_path)
         col = names.index(KEY)
         lows, highs = [], []
         for i in range(meta.num_row_groups):
             stats = meta.row_group(i).column(col).statistics  # only the key column's: cheap
             if stats is None or not stats.has_min_max:
-                return cls(dataset, fragment, None, None)
+                return cls(dataset, fragment, None, None, local_path)
             lows.append(stats.min)
             highs.append(stats.max)
         if lows != sorted(lows):
-            return cls(dataset, fragment, None, None)
-        return cls(dataset, fragment, lows, highs)
+            return cls(dataset, fragment, None, None, local_path)
+        return cls(dataset, fragment, lows, highs, local_path)
 
     def read(self, key: str, columns: list[str]) -> pa.Table:
         expr = pc.field(KEY) == key
@@ -88,25 +90,69 @@ class VersionTable:
     files: list[FileIndex]
     unranged: list[FileIndex]  # files without key statistics: always scanned
     schema: pa.Schema
+    reader: str | None = None  # "pyarrow" or "duckdb" for point lookups, chosen at the first one
 
     def covering(self, key: str) -> list[FileIndex]:
         """The files that can hold ``key``."""
         stop = bisect.bisect_right(self.lows, key)
         return [self.files[i] for i in range(stop) if self.highs[i] >= key] + self.unranged
 
-    def lookup(self, key: str, columns: list[str]) -> list[dict[str, Any]]:
-        """Rows whose ``sample_id`` is ``key``: only files whose range holds it, and in them only the
-        row groups whose range does, are read (footers are cached, so no extra reads)."""
+    def lookup(self, key: str, columns: list[str], duck: Duck) -> list[dict[str, Any]]:
+        """Rows whose ``sample_id`` is ``key``; only files whose range holds it are read.
+
+        Two readers, both pruning row groups by statistics: pyarrow, reading the candidate row
+        groups whole, and (for files on a POSIX tier) DuckDB's Parquet reader, which decodes the
+        other columns only around matches. Which is faster depends on the table: on the demo's
+        lineage (64k-row groups with quality-rule lists) DuckDB took 4 ms and pyarrow 106 ms; on
+        4k-row groups of mostly-null details pyarrow took 5 ms and DuckDB 56 ms. So the first
+        lookup in each version runs both (once to warm up, once timed), checks they agree, and keeps
+        the faster.
+        """
+        files = self.covering(key)
+        if not files:
+            return []
+        local = [f.local_path for f in files]
+        if self.reader == "pyarrow" or None in local:
+            return self._pyarrow(files, key, columns)
+        if self.reader == "duckdb":
+            return self._duckdb(local, key, columns, duck)
+        self._duckdb(local, key, columns, duck)  # warm both (footers, extension) before timing
+        t0 = time.perf_counter()
+        by_arrow = self._pyarrow(files, key, columns)
+        t1 = time.perf_counter()
+        by_duck = self._duckdb(local, key, columns, duck)
+        t2 = time.perf_counter()
+        if by_arrow != by_duck:
+            log.warning("DuckDB and pyarrow disagree on a lookup in %s; using pyarrow", local[0])
+            self.reader = "pyarrow"
+        else:
+            self.reader = "duckdb" if t2 - t1 < t1 - t0 else "pyarrow"
+        log.info(
+            "lookups in %s: %s (pyarrow %.1f ms, DuckDB %.1f ms)",
+            local[0],
+            self.reader,
+            1e3 * (t1 - t0),
+            1e3 * (t2 - t1),
+        )
+        return by_arrow
+
+    @staticmethod
+    def _pyarrow(files: list[FileIndex], key: str, columns: list[str]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
-        for f in self.covering(key):
+        for f in files:
             rows += f.read(key, columns).to_pylist()
         return rows
+
+    @staticmethod
+    def _duckdb(paths: list[str | None], key: str, columns: list[str], duck: Duck) -> list[dict[str, Any]]:
+        select = ", ".join(f'"{c}"' for c in columns)
+        return duck.rows(f"SELECT {select} FROM read_parquet(?) WHERE {KEY} = ?", [paths, key])
 
 
 class TableCache:
     """LRU of opened Delta versions, shared by all requests of a process (thread-safe)."""
 
-    def __init__(self, settings: Settings, max_entries: int = 256) -> None:
+    def __init__(self, settings: Settings, max_entries: int = 512) -> None:
         self.settings = settings
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[str, str, int], VersionTable] = OrderedDict()
@@ -137,8 +183,10 @@ class TableCache:
         ranged: list[tuple[str, str, FileIndex]] = []
         unranged: list[FileIndex] = []
         fmt = pads.ParquetFileFormat()
+        local_root = tier.path(path) if tier.kind == "posix" else None
         for row in actions.to_pylist():
-            one = FileIndex.build(pads.dataset(row["path"], filesystem=fs, format=fmt, schema=whole.schema))
+            local = f"{local_root}/{row['path']}" if local_root is not None else None
+            one = FileIndex.build(pads.dataset(row["path"], filesystem=fs, format=fmt, schema=whole.schema), local)
             lo = row.get(lo_col) if lo_col in names else None
             hi = row.get(hi_col) if hi_col in names else None
             if lo is None or hi is None:
