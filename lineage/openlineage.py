@@ -244,6 +244,8 @@ class GraphIndex:
     _ids: dict[int, str] = field(default_factory=dict)  # JSON-quoted node ids
     _data: dict[int, str] = field(default_factory=dict)  # JSON of each node's "data"
     _answers: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    max_node_id: int = 0
+    max_edge_id: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def resolve(self, text: str) -> int | None:
@@ -340,28 +342,88 @@ def graph_stamp(session: Session) -> tuple[Any, ...]:
     return (session.scalar(select(func.max(LineageEvent.id))),)  # ids only grow; events are never deleted
 
 
-def load_graph(session: Session, stamp: tuple[Any, ...]) -> GraphIndex:
+_MAX_DELTA_EVENTS = 1000  # more new events than this: reload the whole graph
+
+
+def _node_rows(session: Session, *where: Any) -> Any:
     # plain rows, not ORM objects: loading 10,000 nodes this way is several times faster
     t = LineageNode.__table__.c
-    rows = session.execute(
-        select(
-            t.id, t.kind, t.namespace, t.name, t.latest_run_id, t.updated_at, cast(t.facets, Text).label("facets_json")
-        )
+    columns = (
+        t.id,
+        t.kind,
+        t.namespace,
+        t.name,
+        t.latest_run_id,
+        t.updated_at,
+        cast(t.facets, Text).label("facets_json"),
     )
-    nodes = {n.id: n for n in rows}
+    return session.execute(select(*columns).where(*where))
+
+
+def _add_edges(index: GraphIndex, rows: Any, copy: bool) -> None:
+    copied: set[tuple[str, int]] = set()
+    for edge_id, job_id, dataset_id, direction in rows:
+        origin, dest = (dataset_id, job_id) if direction == "in" else (job_id, dataset_id)
+        for side, node, other in (("out", origin, dest), ("in", dest, origin)):
+            table = index.outs if side == "out" else index.ins
+            if copy and (side, node) not in copied:  # lists may be shared with the previous index
+                table[node] = list(table.get(node, ()))
+                copied.add((side, node))
+            table.setdefault(node, []).append(other)
+        index.max_edge_id = max(index.max_edge_id, edge_id)
+
+
+def _edge_rows(session: Session, after: int) -> Any:
+    e = LineageEdge.__table__.c
+    return session.execute(select(e.id, e.job_id, e.dataset_id, e.direction).where(e.id > after).order_by(e.id))
+
+
+def load_graph(session: Session, stamp: tuple[Any, ...]) -> GraphIndex:
+    """The whole graph from the catalog."""
+    nodes = {n.id: n for n in _node_rows(session)}
     index = GraphIndex(stamp, nodes, {(n.kind, n.namespace, n.name): i for i, n in nodes.items()})
     index._ids = {i: _q(node_id(n.kind, n.namespace, n.name)) for i, n in nodes.items()}
-    for job_id, dataset_id, direction in session.execute(
-        select(LineageEdge.job_id, LineageEdge.dataset_id, LineageEdge.direction).order_by(LineageEdge.id)
-    ):
-        origin, dest = (dataset_id, job_id) if direction == "in" else (job_id, dataset_id)
-        index.outs.setdefault(origin, []).append(dest)
-        index.ins.setdefault(dest, []).append(origin)
+    index.max_node_id = max(nodes, default=0)
+    _add_edges(index, _edge_rows(session, 0), copy=False)
+    return index
+
+
+def refresh_graph(session: Session, previous: GraphIndex, stamp: tuple[Any, ...]) -> GraphIndex | None:
+    """The previous graph plus what the events since it changed (new nodes and edges, and nodes
+    those events touched), sharing unchanged parts; None when a full reload is simpler."""
+    last = previous.stamp[0] or 0
+    payloads = list(
+        session.scalars(
+            select(LineageEvent.payload)
+            .where(LineageEvent.id > last)
+            .order_by(LineageEvent.id)
+            .limit(_MAX_DELTA_EVENTS + 1)
+        )
+    )
+    if len(payloads) > _MAX_DELTA_EVENTS:
+        return None
+    touched = set()
+    for p in payloads:
+        keys = [(JOB, p["job"]["namespace"], p["job"]["name"])]
+        keys += [(DATASET, d["namespace"], d["name"]) for d in (*p.get("inputs", ()), *p.get("outputs", ()))]
+        touched.update(previous.by_key[k] for k in keys if k in previous.by_key)
+    index = GraphIndex(stamp, dict(previous.nodes), dict(previous.by_key), dict(previous.ins), dict(previous.outs))
+    index._ids, index._data = dict(previous._ids), dict(previous._data)
+    index.max_node_id, index.max_edge_id = previous.max_node_id, previous.max_edge_id
+    t = LineageNode.__table__.c
+    for n in _node_rows(session, (t.id > previous.max_node_id) | t.id.in_(sorted(touched))):
+        index.nodes[n.id] = n
+        index.by_key[(n.kind, n.namespace, n.name)] = n.id
+        index._ids[n.id] = _q(node_id(n.kind, n.namespace, n.name))
+        index._data.pop(n.id, None)
+        index.max_node_id = max(index.max_node_id, n.id)
+    _add_edges(index, _edge_rows(session, previous.max_edge_id), copy=True)
     return index
 
 
 class GraphCache:
-    """Keeps the last loaded graph while no new event has arrived (checked with one small query)."""
+    """Keeps the last graph while no new event has arrived (checked with one small query); after new
+    events, applies only what they changed."""
 
     def __init__(self) -> None:
         self._index: GraphIndex | None = None
@@ -373,6 +435,8 @@ class GraphCache:
         if index is not None and index.stamp == stamp:
             return index
         with self._lock:
-            if self._index is None or self._index.stamp != stamp:
-                self._index = load_graph(session, stamp)
+            current = self._index
+            if current is None or current.stamp != stamp:
+                refreshed = refresh_graph(session, current, stamp) if current is not None else None
+                self._index = refreshed if refreshed is not None else load_graph(session, stamp)
             return self._index

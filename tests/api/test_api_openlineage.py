@@ -133,3 +133,34 @@ def test_malformed_events_are_4xx(served: tuple[Service, ServerThread]) -> None:
         }
         assert http.post("/api/v1/lineage", json=bad_time).status_code == 422
         assert http.post("/api/v1/lineage", json=[1, 2]).status_code == 422
+
+
+def test_graph_after_new_events_equals_a_full_reload(served: tuple[Service, ServerThread]) -> None:
+    """The cached graph is refreshed with only what new events changed; the answer must be the
+    same as loading everything again."""
+    from lineage.openlineage import GraphCache
+
+    service, _srv = served
+
+    def event(job: str, ins: list[str], outs: list[str], facets: dict | None = None) -> dict:
+        return {
+            "eventType": "COMPLETE",
+            "eventTime": "2026-01-01T00:00:00Z",
+            "run": {"runId": str(uuid.uuid4())},
+            "job": {"namespace": "ns", "name": job},
+            "inputs": [{"namespace": "ns", "name": n} for n in ins],
+            "outputs": [{"namespace": "ns", "name": n, "facets": facets or {}} for n in outs],
+        }
+
+    service.ingest_event(event("j1", ["a"], ["b"]))
+    before = service.lineage_graph("dataset:ns:a", 10)
+    assert {n.id for n in before.graph} == {"dataset:ns:a", "job:ns:j1", "dataset:ns:b"}
+    service.ingest_event(event("j2", ["b"], ["c"], {"documentation": {"description": "new"}}))
+    service.ingest_event(event("j1", ["a", "z"], ["b"], {"documentation": {"description": "b again"}}))
+    refreshed = service.lineage_graph_json("dataset:ns:a", 10)
+    with service.catalog.session() as s:
+        reloaded = GraphCache().get(s).subgraph_json(GraphCache().get(s).resolve("dataset:ns:a"), 10)
+    assert refreshed == reloaded
+    nodes = {n.id: n for n in service.lineage_graph("dataset:ns:a", 10).graph}
+    assert set(nodes) == {"dataset:ns:a", "dataset:ns:z", "job:ns:j1", "dataset:ns:b", "job:ns:j2", "dataset:ns:c"}
+    assert nodes["dataset:ns:b"].data["facets"]["documentation"]["description"] == "b again"
