@@ -50,38 +50,47 @@ def _alembic_config(conn: Connection):  # type: ignore[no-untyped-def]
     return cfg
 
 
+@contextmanager
+def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
+    """Serialise migrations of one SQLite file between processes (a lock file next to it)."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    import fcntl
+
+    with open(f"{database}.migrate-lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the head revision.
 
     A catalog created before migrations existed (``create_all`` of the first models) is stamped
     with the initial revision first, so its data is kept and only later changes are applied.
-    Concurrent openers are serialised on PostgreSQL by an advisory lock; on SQLite a loser of the
-    race finds the schema at head afterwards and carries on.
+    Processes opening a new catalog at once are serialised: by an advisory lock on PostgreSQL, by
+    a lock file on SQLite; the others find the schema at head and carry on.
     """
     with engine.connect() as conn:
         if _current_revision(conn) == HEAD:
             return
     from alembic import command
 
-    try:
-        with engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(7312004)"))
-            if _current_revision(conn) == HEAD:
-                return
-            cfg = _alembic_config(conn)
-            tables = set(inspect(conn).get_table_names())
-            if "alembic_version" not in tables and tables >= _PRE_MIGRATION_TABLES:
-                log.info("catalog predates migrations: stamping %s", INITIAL_REVISION)
-                command.stamp(cfg, INITIAL_REVISION)
-            command.upgrade(cfg, "head")
-    except SQLAlchemyError:
-        if engine.dialect.name != "sqlite":
-            raise
-        with engine.connect() as conn:  # SQLite: another process migrated at the same moment
-            if _current_revision(conn) != HEAD:
-                raise
-        log.info("catalog at %s was migrated concurrently by another process", engine.url)
+    with _sqlite_migration_lock(engine), engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(7312004)"))
+        if _current_revision(conn) == HEAD:
+            return
+        cfg = _alembic_config(conn)
+        tables = set(inspect(conn).get_table_names())
+        if "alembic_version" not in tables and tables >= _PRE_MIGRATION_TABLES:
+            log.info("catalog predates migrations: stamping %s", INITIAL_REVISION)
+            command.stamp(cfg, INITIAL_REVISION)
+        command.upgrade(cfg, "head")
 
 
 class Catalog:

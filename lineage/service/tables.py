@@ -116,7 +116,13 @@ class VersionTable:
             return self._pyarrow(files, key, columns)
         if self.reader == "duckdb":
             return self._duckdb(local, key, columns, duck)
-        self._duckdb(local, key, columns, duck)  # warm both (footers, extension) before timing
+        self._pyarrow(files, key, columns)  # warm up both readers (footers, extension) before timing
+        try:
+            self._duckdb(local, key, columns, duck)
+        except duckdb.Error as exc:  # e.g. a DuckDB build without its Parquet reader
+            log.info("DuckDB cannot read %s (%s): lookups use pyarrow", local[0], exc)
+            self.reader = "pyarrow"
+            return self._pyarrow(files, key, columns)
         t0 = time.perf_counter()
         by_arrow = self._pyarrow(files, key, columns)
         t1 = time.perf_counter()

@@ -94,3 +94,27 @@ def test_catalog_from_before_migrations_is_stamped_and_upgraded(
     with catalog.session() as s:
         assert [d.name for d in s.query(Dataset)] == ["kept"]
     catalog.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_processes_opening_a_new_catalog_at_once_all_succeed(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Several processes (CLI, server, runners) may open a fresh catalog together: exactly one migrates."""
+    import os
+    import subprocess
+    import sys
+
+    url = make_settings(tmp_path, backend, request).catalog_url or ""
+    code = "import sys; from lineage.catalog import Catalog; Catalog(sys.argv[1]).dispose()"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, url], env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+    catalog = Catalog(url)
+    with catalog.engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [HEAD]
+    catalog.dispose()
