@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -20,6 +21,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if service.settings.api_warm_on_start:
+            threading.Thread(target=service.warm, name="warm", daemon=True).start()
         yield
         service.close()
 

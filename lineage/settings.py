@@ -64,6 +64,7 @@ class Settings(BaseSettings):
     api_port: int = 8765
     api_local_user: str = "local"  # who single-user mode records as the actor
     api_page_limit: int = 100  # default page size of list endpoints (at most 1000)
+    api_warm_on_start: bool = True  # load the lineage graph and released Delta versions in the background
     openlineage_namespace: str = "lineage-ledger"  # namespace of our datasets and jobs in OpenLineage events
 
     @model_validator(mode="after")

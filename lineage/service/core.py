@@ -50,6 +50,26 @@ class Service:
     def close(self) -> None:
         self.catalog.dispose()
 
+    def warm(self, max_versions: int = 32) -> None:
+        """Load what the first requests would otherwise wait for: the lineage graph, and the opened
+        Delta versions of the newest releases. Best effort (a server runs it in the background)."""
+        try:
+            with self.catalog.session() as s:
+                self.graph_cache.get(s)
+                pinned = [
+                    ((r.dataset_version.tier, p, v))
+                    for r in s.scalars(select(Release).order_by(Release.id.desc()).limit(max_versions))
+                    for p, v in (
+                        (r.dataset_version.data_path, r.dataset_version.data_delta_version),
+                        (r.dataset_version.lineage_path, r.dataset_version.lineage_delta_version),
+                    )
+                ]
+            for key in pinned:
+                self.tables.get(*key)
+            log.info("warmed: lineage graph and %d Delta versions", len(pinned))
+        except Exception:  # never fatal: requests load the same things on demand
+            log.warning("warming the service failed; requests will load on demand", exc_info=True)
+
     # -- helpers ------------------------------------------------------------------------------
     def _page(self, s: Session, query: Select, limit: int | None, offset: int, convert: Any) -> dict[str, Any]:
         limit = self.settings.api_page_limit if limit is None else limit
