@@ -6,9 +6,10 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from api import errors
+from api.deps import reject_unknown_query
 from api.routers import datasets, lineage, releases, runs, samples, system, tokens
 from lineage.service.core import Service
 from lineage.settings import Settings, get_settings
@@ -32,6 +33,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         version="1",
         lifespan=lifespan,
         responses=errors.ERROR_RESPONSES,
+        dependencies=[Depends(reject_unknown_query)],
     )
     app.state.service = service
     errors.install(app)

@@ -6,11 +6,12 @@ import ipaddress
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.dependencies.models import Dependant
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from lineage.service.auth import Principal
 from lineage.service.core import Service
-from lineage.service.errors import Unauthorized
+from lineage.service.errors import BadRequest, Unauthorized
 
 bearer = HTTPBearer(auto_error=False, description="A token from `lineage token create` (roles: reader, writer, admin)")
 
@@ -22,6 +23,31 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+_declared: dict[int, frozenset[str]] = {}
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+def reject_unknown_query(request: Request) -> None:
+    """A misspelt query parameter is refused (400), not silently ignored."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    allowed = _declared.get(id(route))
+    if allowed is None:
+        allowed = _declared[id(route)] = frozenset(_query_names(dependant))
+    unknown = set(request.query_params) - allowed
+    if unknown:
+        takes = ", ".join(sorted(allowed)) or "none"
+        raise BadRequest(f"unknown query parameter(s) {sorted(unknown)!r}; this operation takes: {takes}")
 
 
 def get_service(request: Request) -> Service:

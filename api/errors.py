@@ -37,9 +37,10 @@ def _answer(request: Request, exc: Exception) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     from pydantic import ValidationError
+    from sqlalchemy.exc import DataError
 
     from lineage.releases import ReleaseError
     from lineage.service.errors import ServiceError
 
-    for cls in (ServiceError, ReleaseError, KeyError, ValueError, ValidationError, LookupError):
+    for cls in (ServiceError, ReleaseError, KeyError, ValueError, ValidationError, LookupError, DataError):
         app.add_exception_handler(cls, _answer)  # type: ignore[arg-type]

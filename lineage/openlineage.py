@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from json.encoder import encode_basestring_ascii as _q  # a JSON string literal, in C
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Text, cast, func, select
@@ -37,24 +37,27 @@ NODE_ID_PATTERN = r"^(dataset|job):.+:.+$"  # namespaces and names may themselve
 _Text = Field(min_length=1, max_length=1000)
 
 
+Str = Annotated[str, Field(pattern=r"^[^\x00]*$")]  # stored in text columns: PostgreSQL refuses NUL
+
+
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
 class OLRun(_Open):
-    runId: str = Field(min_length=1, max_length=100)  # noqa: N815 (OpenLineage's field names)
+    runId: Str = Field(min_length=1, max_length=100)  # noqa: N815 (OpenLineage's field names)
     facets: dict[str, Any] = {}
 
 
 class OLJob(_Open):
-    namespace: str = Field(min_length=1, max_length=500)
-    name: str = _Text
+    namespace: Str = Field(min_length=1, max_length=500)
+    name: Str = _Text
     facets: dict[str, Any] = {}
 
 
 class OLDataset(_Open):
-    namespace: str = Field(min_length=1, max_length=500)
-    name: str = _Text
+    namespace: Str = Field(min_length=1, max_length=500)
+    name: Str = _Text
     facets: dict[str, Any] = {}
 
 
@@ -67,8 +70,8 @@ class RunEvent(_Open):
     job: OLJob
     inputs: list[OLDataset] = Field(default=[], max_length=10_000)
     outputs: list[OLDataset] = Field(default=[], max_length=10_000)
-    producer: str = Field(default="", max_length=1000)
-    schemaURL: str = Field(default="", max_length=1000)  # noqa: N815
+    producer: Str = Field(default="", max_length=1000)
+    schemaURL: Str = Field(default="", max_length=1000)  # noqa: N815
 
 
 def node_id(kind: str, namespace: str, name: str) -> str:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Path, Query
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL: refuse it the same way on every backend
 
 Limit = Annotated[int | None, Query(ge=1, le=1000, description="Page size (default from settings).")]
 Offset = Annotated[int, Query(ge=0, le=2**31 - 1, description="Items to skip.")]

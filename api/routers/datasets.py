@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from api.deps import Reader, ServiceDep, Writer
-from api.routers.common import Limit, Name, Offset, VersionNumber
+from api.routers.common import NO_NUL, Limit, Name, Offset, VersionNumber
 from lineage.service import schemas as S
 
 router = APIRouter(tags=["datasets"])
@@ -24,8 +24,8 @@ def list_datasets(
     _: Reader,
     limit: Limit = None,
     offset: Offset = 0,
-    tag: Annotated[str | None, Query(max_length=200)] = None,
-    owner: Annotated[str | None, Query(max_length=200)] = None,
+    tag: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
+    owner: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
 ) -> Any:
     return service.list_datasets(limit, offset, tag=tag, owner=owner)
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query
 
 from api.deps import Reader, ServiceDep
-from api.routers.common import NAME_PATTERN, Limit, Offset
+from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Offset
 from lineage.service import schemas as S
 
 router = APIRouter(tags=["runs"])
@@ -26,5 +26,7 @@ def list_runs(
 
 
 @router.get("/runs/{run_id}", response_model=S.RunOut)
-def get_run(run_id: Annotated[str, Path(min_length=1, max_length=36)], service: ServiceDep, _: Reader) -> Any:
+def get_run(
+    run_id: Annotated[str, Path(min_length=1, max_length=36, pattern=NO_NUL)], service: ServiceDep, _: Reader
+) -> Any:
     return service.get_run(run_id)

@@ -32,11 +32,14 @@ class Conflict(ServiceError):
 def status_for(exc: BaseException) -> int | None:
     """The HTTP status for an error the service layer (or code it calls) raises; None = a bug (500)."""
     from pydantic import ValidationError
+    from sqlalchemy.exc import DataError
 
     from lineage.releases import ReleaseConflict, ReleaseError, ReleaseNotFound
 
     if isinstance(exc, ServiceError):
         return exc.status
+    if isinstance(exc, DataError):  # the database refused a value (e.g. a NUL character on PostgreSQL)
+        return 400
     if isinstance(exc, ReleaseConflict):
         return 409
     if isinstance(exc, ReleaseNotFound | KeyError):
@@ -47,6 +50,10 @@ def status_for(exc: BaseException) -> int | None:
 
 
 def message_for(exc: BaseException) -> str:
+    from sqlalchemy.exc import DataError
+
     if isinstance(exc, KeyError) and exc.args:
         return str(exc.args[0])
+    if isinstance(exc, DataError):
+        return f"the catalog database refused a value: {str(exc.orig).splitlines()[0]}"
     return str(exc)

@@ -99,6 +99,7 @@ class Page(BaseModel, Generic[T]):
 
 
 # -- request bodies ---------------------------------------------------------------------------
+Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]  # no NUL: PostgreSQL text cannot hold it
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 Name = Annotated[str, Field(pattern=_NAME, max_length=128)]
 
@@ -107,10 +108,10 @@ class DatasetUpdate(BaseModel):
     """Metadata users edit; fields left out are unchanged."""
 
     model_config = ConfigDict(extra="forbid")
-    description: str | None = Field(default=None, max_length=100_000)
-    owner: str | None = Field(default=None, max_length=200)
-    license: str | None = Field(default=None, max_length=200)
-    tags: list[Annotated[str, Field(max_length=200)]] | None = Field(default=None, max_length=100)
+    description: Text | None = Field(default=None, max_length=100_000)
+    owner: Text | None = Field(default=None, max_length=200)
+    license: Text | None = Field(default=None, max_length=200)
+    tags: list[Annotated[Text, Field(max_length=200)]] | None = Field(default=None, max_length=100)
 
 
 class ReleaseCreate(BaseModel):
@@ -126,12 +127,12 @@ class ReleaseCreate(BaseModel):
 
 class Deprecation(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    reason: str = Field(default="", max_length=2000)
+    reason: Text = Field(default="", max_length=2000)
 
 
 class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
+    name: Text = Field(min_length=1, max_length=200)
     role: Literal["reader", "writer", "admin"] = "reader"
 
 

@@ -18,6 +18,9 @@ BAD_REQUESTS = [
     ("GET", "/api/v1/datasets?limit=0", None),
     ("GET", "/api/v1/datasets?limit=abc", None),
     ("GET", "/api/v1/datasets?offset=-1", None),
+    ("GET", "/api/v1/datasets?limt=5", None),  # misspelt: refused, not ignored
+    ("GET", "/api/v1/datasets?owner=a%00b", None),
+    ("GET", "/api/v1/runs/a%00b", None),
     ("GET", "/api/v1/datasets/bad%20name", None),
     ("GET", "/api/v1/datasets/clean/versions/0", None),
     ("GET", "/api/v1/datasets/clean/versions/x", None),
@@ -41,6 +44,7 @@ BAD_REQUESTS = [
     ("POST", "/api/v1/releases/clean/v1/deprecate", b'{"reason": 5}'),
     ("PATCH", "/api/v1/datasets/clean", b'{"tags": "not-a-list"}'),
     ("PATCH", "/api/v1/datasets/clean", b"\xff\xfe"),
+    ("PATCH", "/api/v1/datasets/clean", b'{"owner": "a\\u0000b"}'),
     ("POST", "/api/v1/lineage", b'{"eventTime": "2026-01-01T00:00:00Z"}'),
     ("POST", "/api/v1/tokens", b'{"name": "", "role": "god"}'),
     ("DELETE", "/api/v1/tokens/0", None),
