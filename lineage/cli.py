@@ -573,5 +573,8 @@ def demo(
     run_demo(console, _settings(), data_dir)
 
 
+import lineage.cli_service  # noqa: E402,F401  (registers `serve` and `token`)
+
+
 def main() -> None:
     app()
