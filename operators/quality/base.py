@@ -122,9 +122,7 @@ class QualityOperator(MapOperator):
         old_hash = batch.column("content_hash")
         new_text = pc.if_else(mask, evaluation.new_texts, old_text)
         changed = new_text.filter(mask).to_pylist()
-        new_hash = pc.replace_with_mask(
-            old_hash, mask, pa.array([content_hash(t) for t in changed], pa.string())
-        )
+        new_hash = pc.replace_with_mask(old_hash, mask, pa.array([content_hash(t) for t in changed], pa.string()))
         removed = evaluation.removed
         modification = pa.StructArray.from_arrays(
             [old_hash, new_hash, pc.list_value_length(removed).cast(pa.int64()), removed],

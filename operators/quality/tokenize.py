@@ -291,11 +291,7 @@ def _is_url(cps, flags, s, e) -> bool:
                 i = j + 3
             break
         if not (
-            _has(flags, cps[j], cc.ALPHA | cc.DIGIT)
-            or cps[j] == 95
-            or cps[j] == 43
-            or cps[j] == 45
-            or cps[j] == 46
+            _has(flags, cps[j], cc.ALPHA | cc.DIGIT) or cps[j] == 95 or cps[j] == 43 or cps[j] == 45 or cps[j] == 46
         ):
             break
     # user@
@@ -496,10 +492,7 @@ def _merge_specials(cps, specials, splits, sp_starts, starts, ends, first, k) ->
     while t < k:
         span = 0
         for size in (3, 2):
-            if (
-                t + size <= k
-                and _special_split(cps, starts[t], ends[t + size - 1], specials, splits, sp_starts) == 0
-            ):
+            if t + size <= k and _special_split(cps, starts[t], ends[t + size - 1], specials, splits, sp_starts) == 0:
                 span = size
                 break
         if span:

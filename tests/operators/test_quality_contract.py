@@ -9,9 +9,7 @@ from operators.quality import OPERATORS, RULE_SETS, QualityOperator, quality_ope
 from operators.schema import SAMPLE_SCHEMA
 
 TEXTS = [
-    "\n".join(
-        f"This is the sentence number {i} and it has enough words to pass the filters." for i in range(12)
-    ),
+    "\n".join(f"This is the sentence number {i} and it has enough words to pass the filters." for i in range(12)),
     "too short",
     "",
     "中文的句子，用来测试中文文本。" * 10,
