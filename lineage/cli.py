@@ -448,7 +448,7 @@ def print_sample_lineage(found: Any) -> None:
         )
     for v in found.versions:
         state = "[green]in output[/]" if v.in_output else "[red]not in output[/]"
-        releases = f"; releases {', '.join(v.releases)}" if v.releases else ""
+        releases = f"; this version is released as {', '.join(v.releases)}" if v.releases else ""
         console.print(f"  {v.dataset} v{v.version} (run {v.run_id[:8]}): {state}{escape(releases)}")
         for rec in v.records:
             line = f"    step {rec.step} {rec.operator}@{rec.operator_version}: {rec.verdict}"
