@@ -102,9 +102,11 @@ def plain(home: Path, config: Path | None, ref: str, rank: int, world: int, tier
         files = [f["path"] for f in release.manifest["files"]]
         table_path = loc.table_path
     t = get_tier(tier or "local", settings)
-    mine = files[rank::world]
     start = time.perf_counter()
-    ds = pads.dataset([t.path(table_path, f) for f in mine], filesystem=t.filesystem, format="parquet")
+    ds = pads.dataset([t.path(table_path, f) for f in files], filesystem=t.filesystem, format="parquet")
+    if world > 1:  # this process's share: every world-th row group
+        groups = [rg for frag in ds.get_fragments() for rg in frag.split_by_row_group()]
+        ds = pads.FileSystemDataset(groups[rank::world], ds.schema, ds.format, filesystem=t.filesystem)
     rows = sum(b.num_rows for b in ds.to_batches(columns=COLUMNS, batch_size=4096))
     q.put((rows, time.perf_counter() - start))
 

@@ -1,16 +1,25 @@
 """lineage-ledger: versioned LLM training data with sample-level lineage.
 
-Imports stay lazy so the CLI starts fast: ``lineage.open_release`` loads the reader on first use.
+Imports stay lazy so the CLI starts fast: ``lineage.Client`` and ``lineage.open_release`` load
+their modules on first use.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["open_release"]
+if TYPE_CHECKING:
+    from lineage.client import Client
+    from lineage.reader import open_release
+
+__all__ = ["Client", "open_release"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "Client":
+        from lineage.client import Client
+
+        return Client
     if name == "open_release":
         from lineage.reader import open_release
 

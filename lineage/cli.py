@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import json
 import logging
 import sys
 from datetime import datetime
@@ -426,48 +425,49 @@ def sample(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The whole lineage of a sample: source file and row, every operator's verdict, duplicates."""
-    from lineage.query import sample_lineage
+    from lineage.client import Client
 
-    found = sample_lineage(_catalog(), _settings(), sample_id, dataset)
+    found = _guard(lambda: Client(settings=_settings()).sample_lineage(sample_id, dataset=dataset))
     if not found.found:
         _fail(f"sample {sample_id} is in no dataset version's lineage")
     if as_json:
-        console.print_json(
-            json.dumps(
-                {"sample_id": sample_id, "source": found.source, "versions": [v.__dict__ for v in found.versions]},
-                default=str,
-            )
-        )
+        console.print_json(found.model_dump_json())
         return
     print_sample_lineage(found)
 
 
 def print_sample_lineage(found: Any) -> None:
-    src = found.source or {}
+    """Render a ``SampleLineage`` (the service's model, the same one the HTTP API returns)."""
+    src = found.source
     console.print(f"[bold]sample {found.sample_id}[/]")
-    console.print(
-        f"  source: {src.get('uri')} (dataset {src.get('dataset')}, path {src.get('path')}, "
-        f"row {src.get('row')}, byte offset {src.get('offset')})"
-    )
+    if src is not None:
+        console.print(
+            escape(
+                f"  source: {src.uri} (dataset {src.dataset}, path {src.path}, row {src.row}, byte offset {src.offset})"
+            )
+        )
     for v in found.versions:
         state = "[green]in output[/]" if v.in_output else "[red]not in output[/]"
-        console.print(f"  {v.dataset} v{v.version} (run {v.run_id[:8]}): {state}")
+        releases = f"; this version is released as {', '.join(v.releases)}" if v.releases else ""
+        console.print(f"  {v.dataset} v{v.version} (run {v.run_id[:8]}): {state}{escape(releases)}")
         for rec in v.records:
-            line = f"    step {rec['step']} {rec['operator']}@{rec['operator_version']}: {rec['verdict']}"
-            if rec["reason"]:
-                line += f" ({rec['reason']})"
-            dup = (rec["detail"] or {}).get("duplicate")
-            if dup:
+            line = f"    step {rec.step} {rec.operator}@{rec.operator_version}: {rec.verdict}"
+            if rec.reason:
+                line += f" ({rec.reason})"
+            dup = (rec.detail or {}).get("duplicate")
+            if dup and rec.verdict == "dropped":
                 line += (
-                    f" duplicate of {dup['kept_id']} [{dup['method']}, cluster {dup['cluster_id'][:12]}, "
+                    f" duplicate of {dup['kept_id']} [{dup['method']}, cluster {(dup['cluster_id'] or '')[:12]}, "
                     f"size {dup['cluster_size']}, jaccard {dup['jaccard']:.3f}]"
                 )
             console.print(escape(line))
-            for rule in (rec["detail"] or {}).get("rules") or []:
+            for rule in (rec.detail or {}).get("rules") or []:
                 if not rule["passed"]:
                     console.print(
-                        f"      rule {rule['rule_set']}:{rule['rule']} value {rule['value']:.4g} "
-                        f"{rule['comparison']} {rule['threshold']:.4g} failed"
+                        escape(
+                            f"      rule {rule['rule_set']}:{rule['rule']} value {rule['value']:.4g} "
+                            f"{rule['comparison']} {rule['threshold']:.4g} failed"
+                        )
                     )
 
 
@@ -571,6 +571,9 @@ def demo(
     from lineage.demo import run_demo
 
     run_demo(console, _settings(), data_dir)
+
+
+import lineage.cli_service  # noqa: E402,F401  (registers `serve` and `token`)
 
 
 def main() -> None:

@@ -18,8 +18,9 @@ RELEASE = "debian-clean@demo"
 def run_demo(console: Console, settings: Settings, data_dir: Path | None = None) -> None:
     from lineage.catalog import Catalog
     from lineage.cli import print_counts, print_sample_lineage
+    from lineage.client import Client
     from lineage.progress import run_progress
-    from lineage.query import example_sample_ids, sample_lineage
+    from lineage.query import example_sample_ids
     from lineage.releases import publish
     from pipelines.runner import Runner, latest_version
     from pipelines.spec import PipelineSpec
@@ -56,8 +57,10 @@ def run_demo(console: Console, settings: Settings, data_dir: Path | None = None)
         dropped = example_sample_ids(dv, settings, verdict="dropped", operator="exact_dedupe")
         near = example_sample_ids(dv, settings, verdict="dropped", operator="minhash_dedupe")
         kept = example_sample_ids(dv, settings, verdict="kept", operator="quality")
+    client = Client(settings=settings)
     for sample_id in dropped + near + kept:
-        print_sample_lineage(sample_lineage(catalog, settings, sample_id, outcome.dataset))
+        print_sample_lineage(client.sample_lineage(sample_id, dataset=outcome.dataset))
+    client.close()
     console.print(
         "\nTry: lineage release show "
         + release.ref

@@ -29,6 +29,17 @@ class ReleaseError(ValueError):
     """A release request the catalog refuses (unknown, conflicting, immutable)."""
 
 
+class ReleaseNotFound(ReleaseError, LookupError):
+    """The release does not exist."""
+
+
+class ReleaseConflict(ReleaseError):
+    """The request contradicts what is already recorded (different content, wrong state)."""
+
+
+DRAFT, PUBLISHED, DEPRECATED = "draft", "published", "deprecated"
+
+
 def parse_ref(ref: str) -> tuple[str, str]:
     match = _REF.match(ref)
     if not match:
@@ -83,7 +94,7 @@ def get_release(session: Session, ref: str) -> Release:
     name, tag = parse_ref(ref)
     release = session.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
     if release is None:
-        raise ReleaseError(f"release {ref} does not exist")
+        raise ReleaseNotFound(f"release {ref} does not exist")
     return release
 
 
@@ -97,11 +108,14 @@ def publish(
     created_by: str = "local",
     gate: GateConfig | None = None,
     override_reason: str | None = None,
+    draft: bool = False,
 ) -> tuple[Release, bool]:
-    """Publish ``ref``; returns (release, created). Same content again: no-op. Different: refused.
+    """Publish ``ref``; returns (release, changed). Same content again: no-op. Different: refused.
 
     With a ``gate``, failed conditions refuse the release (``GateError`` names each one with its
     measured value) unless ``override_reason`` is given: the override is recorded with who and when.
+    ``draft=True`` records the release (pinned version, manifest, digest) without publishing it;
+    publishing the same content later turns the draft into a published release.
     """
     from pipelines.runner import latest_version  # runner imports the catalog; avoid a cycle at import
 
@@ -113,12 +127,16 @@ def publish(
         existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
         if existing is not None:
             if existing.content_digest == digest:
-                log.info("release %s already published with the same content", ref)
+                if existing.state == DRAFT and not draft:
+                    existing.state, existing.published_at, existing.created_by = PUBLISHED, utcnow(), created_by
+                    log.info("release %s: draft published", ref)
+                    return existing, True
+                log.info("release %s already recorded with the same content", ref)
                 return existing, False
             pinned = existing.dataset_version
-            raise ReleaseError(
-                f"release {ref} is already published with different content "
-                f"({pinned.dataset.name} v{pinned.version}, digest {existing.content_digest[:12]}); "
+            raise ReleaseConflict(
+                f"release {ref} is already {'recorded' if existing.state == DRAFT else 'published'} with different "
+                f"content ({pinned.dataset.name} v{pinned.version}, digest {existing.content_digest[:12]}); "
                 f"releases are immutable: publish a new tag"
             )
         manifest["qc"] = build_report(s, dv, settings)
@@ -140,6 +158,7 @@ def publish(
             manifest=manifest,
             created_by=created_by,
             gate=gate_record,
+            state=DRAFT if draft else PUBLISHED,
         )
         release.dataset_version = dv
         s.add(release)
@@ -165,3 +184,31 @@ def primary_replica(release: Release, dv: DatasetVersion) -> Replica:
         files=files,
         verified_at=now,
     )
+
+
+def publish_draft(catalog: Catalog, settings: Settings, ref: str, *, created_by: str = "local") -> tuple[Release, bool]:
+    """Publish an existing draft after checking its files still have the recorded content."""
+    with catalog.session() as s:
+        release = get_release(s, ref)
+        if release.state != DRAFT:
+            if release.state == PUBLISHED:
+                return release, False
+            raise ReleaseConflict(f"release {ref} is {release.state}; only a draft can be published")
+        dv = release.dataset_version
+        digest = content_digest(build_manifest(dv, s.get(Run, dv.run_id), settings))
+        if digest != release.content_digest:
+            raise ReleaseConflict(f"release {ref}: its files changed since the draft was recorded; refusing to publish")
+        release.state, release.published_at, release.created_by = PUBLISHED, utcnow(), created_by
+        return release, True
+
+
+def deprecate(catalog: Catalog, ref: str, *, reason: str = "") -> tuple[Release, bool]:
+    """Mark a published release deprecated (it stays readable). Deprecating again is a no-op."""
+    with catalog.session() as s:
+        release = get_release(s, ref)
+        if release.state == DEPRECATED:
+            return release, False
+        if release.state != PUBLISHED:
+            raise ReleaseConflict(f"release {ref} is a {release.state}; only a published release can be deprecated")
+        release.state, release.deprecated_at, release.deprecation_reason = DEPRECATED, utcnow(), reason or None
+        return release, True

@@ -72,6 +72,14 @@ class Settings(BaseSettings):
     group_partition_rows: int = 250_000  # rows of key columns a group step holds in memory at once
     sort_bucket_bytes: int = 64 * 1024 * 1024  # final sorts run per sample-id bucket of about this size
 
+    # HTTP service (``lineage serve``)
+    api_host: str = "127.0.0.1"  # on loopback with no token created yet, the service runs without auth
+    api_port: int = 8765
+    api_local_user: str = "local"  # who single-user mode records as the actor
+    api_page_limit: int = 100  # default page size of list endpoints (at most 1000)
+    api_warm_on_start: bool = True  # load the lineage graph and released Delta versions in the background
+    openlineage_namespace: str = "lineage-ledger"  # namespace of our datasets and jobs in OpenLineage events
+
     @model_validator(mode="after")
     def _defaults(self) -> Settings:
         self.home = self.home.expanduser().resolve()

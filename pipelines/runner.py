@@ -266,6 +266,9 @@ class Runner:
             assert run is not None
             run.status, run.ended_at, run.counts = "succeeded", utcnow(), counts
         log.info("run %s committed %s v%d (%d samples)", run_id, spec.output.dataset, number, row_count)
+        from lineage.openlineage import emit_after_commit  # dataset-level lineage; never fails the run
+
+        emit_after_commit(self.catalog, self.settings, run_id)
         return RunOutcome(run_id, spec.output.dataset, number, row_count, counts)
 
     def _counts(

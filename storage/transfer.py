@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+import pyarrow.fs as pafs
+
 from storage.checksum import CHUNK_BYTES, file_digest
 from storage.tier import Tier
 
@@ -71,9 +73,21 @@ class Bandwidth:
 
 
 def _copy_one(src: Tier, src_prefix: str, dst: Tier, dst_prefix: str, spec: FileSpec, limit: Bandwidth) -> None:
+    """Copy one file. Without a bandwidth cap, Arrow copies it natively (kernel copy on one local
+    filesystem, server-side copy within one S3 endpoint, C++ streaming otherwise)."""
     dst_path = dst.path(dst_prefix, spec.path)
     parent = dst_path.rsplit("/", 1)[0]
     dst.filesystem.create_dir(parent, recursive=True)
+    if limit.rate is None:
+        pafs.copy_files(
+            src.path(src_prefix, spec.path),
+            dst_path,
+            source_filesystem=src.filesystem,
+            destination_filesystem=dst.filesystem,
+            chunk_size=CHUNK_BYTES,
+            use_threads=False,
+        )
+        return
     with (
         src.filesystem.open_input_stream(src.path(src_prefix, spec.path)) as reader,
         dst.filesystem.open_output_stream(dst_path) as writer,

@@ -40,6 +40,17 @@ def catalog(settings: Settings) -> Iterator[Catalog]:
     cat.dispose()
 
 
+def lineage_of(settings: Settings, sample_id: str, dataset: str | None = None):  # type: ignore[no-untyped-def]
+    """A sample's lineage through the service layer (what the CLI, SDK and HTTP API return)."""
+    from lineage.client import Client
+
+    client = Client(settings=settings)
+    try:
+        return client.sample_lineage(sample_id, dataset=dataset, include_text=True)
+    finally:
+        client.close()
+
+
 def write_jsonl(path: Path, records: list[dict], compress: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()

@@ -2,8 +2,12 @@
 
 from lineage.catalog.db import Catalog
 from lineage.catalog.models import (
+    ApiToken,
     Dataset,
     DatasetVersion,
+    LineageEdge,
+    LineageEvent,
+    LineageNode,
     Release,
     ReleasePin,
     ReleaseRead,
@@ -13,9 +17,13 @@ from lineage.catalog.models import (
 )
 
 __all__ = [
+    "ApiToken",
     "Catalog",
     "Dataset",
     "DatasetVersion",
+    "LineageEdge",
+    "LineageEvent",
+    "LineageNode",
     "Release",
     "ReleasePin",
     "ReleaseRead",

@@ -100,12 +100,13 @@ class Release(Base):
     dataset_version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id"))
     content_digest: Mapped[str] = mapped_column(String(64))
     manifest: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
-    state: Mapped[str] = mapped_column(String(20), default="published")  # published|deprecated
+    state: Mapped[str] = mapped_column(String(20), default="published")  # draft|published|deprecated
     # publish gate: conditions, measured results, and an admin override (who, when, why) if any
     gate: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_by: Mapped[str] = mapped_column(String(200), default="")
-    published_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    published_at: Mapped[datetime] = mapped_column(default_factory=utcnow)  # creation time for a draft
     deprecated_at: Mapped[datetime | None] = mapped_column(default=None)
+    deprecation_reason: Mapped[str | None] = mapped_column(Text, default=None)
     dataset_version: Mapped[DatasetVersion] = relationship(default=None, repr=False)
 
     @property
@@ -179,3 +180,62 @@ class ReleasePin(Base):
     pinned_by: Mapped[str] = mapped_column(String(200), default="")
     reason: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+
+
+class ApiToken(Base):
+    """A bearer token for the HTTP service. Only the SHA-256 of the secret is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(20))  # reader|writer|admin
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, repr=False)
+    prefix: Mapped[str] = mapped_column(String(16))  # first characters of the token, to recognise it
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class LineageEvent(Base):
+    """An OpenLineage RunEvent as received (ours or any producer's), kept verbatim."""
+
+    __tablename__ = "lineage_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    event_type: Mapped[str] = mapped_column(String(20))
+    event_time: Mapped[datetime] = mapped_column()
+    run_id: Mapped[str] = mapped_column(String(100), index=True)
+    job_namespace: Mapped[str] = mapped_column(String(500))
+    job_name: Mapped[str] = mapped_column(String(1000))
+    producer: Mapped[str] = mapped_column(String(1000), default="")
+    payload: Mapped[dict[str, Any]] = mapped_column(default_factory=dict, repr=False)
+    received_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+
+
+class LineageNode(Base):
+    """A job or dataset of the dataset-level lineage graph (OpenLineage naming: namespace + name)."""
+
+    __tablename__ = "lineage_nodes"
+    __table_args__ = (UniqueConstraint("kind", "namespace", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    kind: Mapped[str] = mapped_column(String(10))  # DATASET|JOB
+    namespace: Mapped[str] = mapped_column(String(500))
+    name: Mapped[str] = mapped_column(String(1000))
+    facets: Mapped[dict[str, Any]] = mapped_column(default_factory=dict, repr=False)  # latest seen
+    latest_run_id: Mapped[str | None] = mapped_column(String(100), default=None)
+    updated_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+
+
+class LineageEdge(Base):
+    """Job ``job_id`` reads (``in``) or writes (``out``) dataset ``dataset_id``."""
+
+    __tablename__ = "lineage_edges"
+    __table_args__ = (UniqueConstraint("job_id", "dataset_id", "direction"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    job_id: Mapped[int] = mapped_column(ForeignKey("lineage_nodes.id"), index=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("lineage_nodes.id"), index=True)
+    direction: Mapped[str] = mapped_column(String(3))  # in|out
+    updated_at: Mapped[datetime] = mapped_column(default_factory=utcnow)

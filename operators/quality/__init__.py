@@ -1,8 +1,8 @@
 """Quality operators: heuristic rule sets over Arrow batches, one lineage record per sample.
 
 Each rule set is a :class:`~operators.quality.base.QualityOperator` (a ``MapOperator``) in its own
-module; ``RULE_SETS`` maps the rule-set name to its class and :func:`quality_operator` builds one
-from a pipeline's dict of parameters.
+module; ``RULE_SETS`` maps the rule-set name to its class, ``OPERATORS`` the operator name, and
+:func:`quality_operator` builds one from a pipeline's dict of parameters.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ RULE_SETS: dict[str, type[QualityOperator]] = {
     for cls in (DefaultQuality, GopherQuality, GopherRepetition, C4Quality, FineWebQuality, ChineseQuality)
 }
 
+# The same classes keyed by operator name ("quality", "quality_c4", ...), for a runner's registry.
+OPERATORS: dict[str, type[QualityOperator]] = {cls.name: cls for cls in RULE_SETS.values()}
+
 
 def quality_operator(rule_set: str = "default", params: dict[str, Any] | None = None) -> QualityOperator:
     """Build a rule set's operator from plain parameters (unknown names are refused)."""
@@ -35,10 +38,11 @@ def quality_operator(rule_set: str = "default", params: dict[str, Any] | None = 
 
 
 __all__ = [
+    "OPERATORS",
     "RULE_SETS",
     "C4Params",
-    "ChineseQuality",
     "C4Quality",
+    "ChineseQuality",
     "DefaultParams",
     "DefaultQuality",
     "FineWebParams",

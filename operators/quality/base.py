@@ -94,13 +94,14 @@ class QualityOperator(MapOperator):
             values = np.empty(0)
         else:
             values = np.stack([np.asarray(r.values, np.float64) for r in evaluation.rules], axis=1).ravel()
+        per_rule = pa.array(np.tile(np.arange(k), n))  # sample-major: rule j of sample i at i * k + j
         results = pa.StructArray.from_arrays(
             [
                 pa.repeat(pa.scalar(self.rule_set), n * k),
-                pa.array([r.name for r in evaluation.rules] * n, pa.string()),
+                pa.array([r.name for r in evaluation.rules], pa.string()).take(per_rule),
                 pa.array(values, pa.float64(), from_pandas=True),  # NaN -> null: not applicable
-                pa.array(np.tile([r.threshold for r in evaluation.rules], n), pa.float64()),
-                pa.array([r.comparison for r in evaluation.rules] * n, pa.string()),
+                pa.array([r.threshold for r in evaluation.rules], pa.float64()).take(per_rule),
+                pa.array([r.comparison for r in evaluation.rules], pa.string()).take(per_rule),
                 pa.array(passed.ravel(), pa.bool_()),
             ],
             fields=list(RULE_RESULT),
@@ -120,11 +121,8 @@ class QualityOperator(MapOperator):
         old_text = batch.column("text")
         old_hash = batch.column("content_hash")
         new_text = pc.if_else(mask, evaluation.new_texts, old_text)
-        idx = np.flatnonzero(modified)
-        changed = new_text.take(pa.array(idx)).to_pylist()
-        hashes = np.array(old_hash.to_pylist(), dtype=object)
-        hashes[idx] = [content_hash(t) for t in changed]
-        new_hash = pa.array(hashes, pa.string())
+        changed = new_text.filter(mask).to_pylist()
+        new_hash = pc.replace_with_mask(old_hash, mask, pa.array([content_hash(t) for t in changed], pa.string()))
         removed = evaluation.removed
         modification = pa.StructArray.from_arrays(
             [old_hash, new_hash, pc.list_value_length(removed).cast(pa.int64()), removed],

@@ -33,13 +33,20 @@ from operators.base import Params
 from operators.quality import charclass as cc
 from operators.quality.base import QualityOperator
 from operators.quality.rules import Evaluation, RuleOutcome, enabled, rule
-from operators.quality.text import as_array, regroup, splitlines, to_numpy, whitespace_word_counts
+from operators.quality.text import (
+    NON_WHITESPACE,
+    as_array,
+    ends_with_any,
+    regroup,
+    splitlines,
+    to_numpy,
+    whitespace_word_counts,
+)
 from operators.quality.tokenize import Tokens, tokenize
 
 END_PUNCTUATION = (".", "?", "!", '"', "'")
 CITATION = r"\[\d*\]|\[edit\]|\[citation needed\]"
 POLICY = r"terms of use|privacy policy|cookie policy|uses cookies|use of cookies|use cookies"
-_NON_SPACE = r"[^\s\x0b\x1c-\x1f\x{85}\p{Z}]"
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ class C4Params(Params):
 def _long_word_pattern(max_len: int) -> str:
     """RE2 caps repetition counts at 1000, so spell ``{max_len + 1}`` in pieces."""
     need = max_len + 1
-    return "".join(f"{_NON_SPACE}{{{min(1000, need - i)}}}" for i in range(0, need, 1000))
+    return "".join(f"{NON_WHITESPACE}{{{min(1000, need - i)}}}" for i in range(0, need, 1000))
 
 
 def _has_long_word(lines: pa.Array, max_len: int) -> np.ndarray:
@@ -70,22 +77,16 @@ def _has_long_word(lines: pa.Array, max_len: int) -> np.ndarray:
     return out
 
 
-def _ends_with_any(values: pa.Array, suffixes: tuple[str, ...]) -> np.ndarray:
-    hit = np.zeros(len(values), dtype=bool)
-    for suffix in suffixes:
-        hit |= to_numpy(pc.ends_with(values, suffix), bool)
-    return hit
-
-
 def _matches(values: pa.Array, pattern: str, *, regex: bool = True) -> np.ndarray:
     found = pc.match_substring_regex(values, pattern) if regex else pc.match_substring(values, pattern)
     return to_numpy(found, bool)
 
 
 @numba.njit(cache=True, nogil=True)
-def _sentence_counts(sent_end: np.ndarray, punct: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def _sentence_counts(cps, starts, ends, sent_end, punct, offsets) -> np.ndarray:
     """spaCy sentencizer: a sentence starts at the first token that is not punctuation after a
-    sentence-final token."""
+    sentence-final token. spaCy keeps whitespace other than one plain space as a token of its own
+    (not punctuation), so such a gap also starts a sentence."""
     n = len(offsets) - 1
     out = np.zeros(n, dtype=np.int64)
     for d in range(n):
@@ -94,6 +95,11 @@ def _sentence_counts(sent_end: np.ndarray, punct: np.ndarray, offsets: np.ndarra
         count = 1
         seen_end = False
         for t in range(offsets[d], offsets[d + 1]):
+            if t > offsets[d] and seen_end:
+                gap = starts[t] - ends[t - 1]
+                if gap > 1 or (gap == 1 and cps[ends[t - 1]] != 32):
+                    count += 1
+                    seen_end = False
             if seen_end and not punct[t] and not sent_end[t]:
                 count += 1
                 seen_end = False
@@ -105,7 +111,8 @@ def _sentence_counts(sent_end: np.ndarray, punct: np.ndarray, offsets: np.ndarra
 
 def sentence_counts(tokens: Tokens) -> np.ndarray:
     sent_end = (tokens.lengths == 1) & tokens.all_chars(cc.SENT_END)
-    return _sentence_counts(sent_end, tokens.all_chars(cc.UNI_PUNCT), tokens.offsets)
+    punct = tokens.all_chars(cc.UNI_PUNCT)
+    return _sentence_counts(tokens.cps, tokens.starts, tokens.ends, sent_end, punct, tokens.offsets)
 
 
 class C4Quality(QualityOperator):
@@ -131,7 +138,7 @@ class C4Quality(QualityOperator):
         if p.max_word_length is not None:
             alive &= ~_has_long_word(stripped, p.max_word_length)
         if p.filter_no_terminal_punct:
-            terminal = _ends_with_any(line, END_PUNCTUATION)
+            terminal = ends_with_any(line, END_PUNCTUATION)
             alive &= terminal & ~to_numpy(pc.ends_with(line, "..."), bool)
         if p.min_words_per_line is not None:
             alive &= whitespace_word_counts(stripped) >= p.min_words_per_line

@@ -32,7 +32,7 @@ from operators.quality.text import (
     char_counts,
     count_literal,
     duplicate_stats,
-    list_lengths,
+    ends_with_any,
     regroup,
     to_numpy,
 )
@@ -53,13 +53,6 @@ class FineWebParams(Params):
         object.__setattr__(self, "stop_chars", tuple(self.stop_chars))
 
 
-def _ends_with_any(values: pa.Array, suffixes: tuple[str, ...]) -> np.ndarray:
-    hit = np.zeros(len(values), dtype=bool)
-    for suffix in suffixes:
-        hit |= to_numpy(pc.ends_with(values, suffix), bool)
-    return hit
-
-
 class FineWebQuality(QualityOperator):
     """FineWeb quality heuristics; drops samples, never modifies them."""
 
@@ -78,7 +71,7 @@ class FineWebQuality(QualityOperator):
         parents = to_numpy(pc.list_parent_indices(split))[nonblank]
         lines = flat.filter(pa.array(nonblank))
         n_lines = np.bincount(parents, minlength=n)
-        punct = np.bincount(parents, weights=_ends_with_any(lines, p.stop_chars), minlength=n)
+        punct = np.bincount(parents, weights=ends_with_any(lines, p.stop_chars), minlength=n)
         punct_ratio = safe_ratio(punct, n_lines)
         if p.line_punct_exclude_zero:
             punct_ratio[punct_ratio == 0] = np.nan
@@ -89,7 +82,7 @@ class FineWebQuality(QualityOperator):
         return Evaluation(
             enabled(
                 [
-                    rule("empty", list_lengths(regroup(lines, parents, n)), 1, ">="),
+                    rule("empty", n_lines, 1, ">="),
                     rule("line_punct_ratio", punct_ratio, p.line_punct_thr, ">="),
                     rule("short_line_ratio", safe_ratio(short, n_lines), p.short_line_thr, "<="),
                     rule(

@@ -27,11 +27,10 @@ from operators.base import Params
 from operators.quality import charclass as cc
 from operators.quality.base import QualityOperator
 from operators.quality.rules import Evaluation, enabled, rule, safe_ratio
-from operators.quality.text import as_array, count_literal, list_lengths, splitlines, to_numpy
+from operators.quality.text import WHITESPACE, as_array, count_literal, list_lengths, splitlines, to_numpy
 from operators.quality.tokenize import Tokens, string_hash, tokenize
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
-_SPACE = r"[\s\x0b\x1c-\x1f\x{85}\p{Z}]"
 
 
 @dataclass(frozen=True)
@@ -51,12 +50,11 @@ class GopherQualityParams(Params):
         object.__setattr__(self, "stop_words", tuple(self.stop_words))
 
 
-def line_fraction(texts: pa.Array, pattern: str) -> np.ndarray:
-    """Fraction of ``str.splitlines()`` lines matching an RE2 pattern (NaN without lines)."""
-    lines = splitlines(texts)
+def line_fraction(lines: pa.ListArray, pattern: str) -> np.ndarray:
+    """Per sample: fraction of its lines matching an RE2 pattern (NaN without lines)."""
     matches = pc.match_substring_regex(lines.flatten(), pattern)
     parents = to_numpy(pc.list_parent_indices(lines))
-    hits = np.bincount(parents, weights=to_numpy(matches, bool), minlength=len(texts))
+    hits = np.bincount(parents, weights=to_numpy(matches, bool), minlength=len(lines))
     return safe_ratio(hits, list_lengths(lines))
 
 
@@ -91,6 +89,7 @@ class GopherQuality(QualityOperator):
         length_sum = np.bincount(tokens.doc_index, weights=tokens.lengths * non_symbol, minlength=len(texts))
         alpha_words = tokens.counts(tokens.any_char(cc.ALPHA))
         ellipses = count_literal(texts, "...") + count_literal(texts, "…")
+        lines = splitlines(texts)
         return Evaluation(
             enabled(
                 [
@@ -117,13 +116,13 @@ class GopherQuality(QualityOperator):
                     rule("ellipsis_ratio", safe_ratio(ellipses, n_words), p.max_symbol_word_ratio, "<="),
                     rule(
                         "bullet_lines_ratio",
-                        line_fraction(texts, rf"^{_SPACE}*[•-]"),
+                        line_fraction(lines, rf"^{WHITESPACE}*[•-]"),
                         p.max_bullet_lines_ratio,
                         "<=",
                     ),
                     rule(
                         "ellipsis_lines_ratio",
-                        line_fraction(texts, rf"(\.\.\.|…){_SPACE}*$"),
+                        line_fraction(lines, rf"(\.\.\.|…){WHITESPACE}*$"),
                         p.max_ellipsis_lines_ratio,
                         "<=",
                     ),

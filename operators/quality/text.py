@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 CJK_CHARS = r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]"
 # Python's str.isspace() set; RE2's \s alone is ASCII-only.
 WHITESPACE = r"[\s\x0b\x1c-\x1f\x{85}\p{Z}]"
+NON_WHITESPACE = r"[^\s\x0b\x1c-\x1f\x{85}\p{Z}]"
 # Python's str.splitlines() boundaries.
 LINE_BREAKS = r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x{85}\x{2028}\x{2029}]"
 
@@ -42,13 +43,25 @@ def count_literal(texts: pa.Array, literal: str) -> np.ndarray:
     return to_numpy(pc.count_substring(texts, literal))
 
 
+def ends_with_any(values: pa.Array, suffixes: tuple[str, ...]) -> np.ndarray:
+    """``str.endswith(suffixes)`` per value; one set lookup of the last character when every
+    suffix is a single character (the default)."""
+    if all(len(x) == 1 for x in suffixes):
+        last = pc.utf8_slice_codeunits(values, start=-1)
+        return to_numpy(pc.is_in(last, value_set=pa.array(suffixes, pa.string())), bool)
+    hit = np.zeros(len(values), dtype=bool)
+    for suffix in suffixes:
+        hit |= to_numpy(pc.ends_with(values, suffix), bool)
+    return hit
+
+
 def non_space_chars(texts: pa.Array) -> np.ndarray:
     return char_counts(texts) - count_regex(texts, WHITESPACE)
 
 
 def whitespace_word_counts(texts: pa.Array) -> np.ndarray:
     """Number of words as ``str.split()`` sees them: maximal runs of non-whitespace."""
-    return count_regex(texts, r"[^\s\x0b\x1c-\x1f\x{85}\p{Z}]+")
+    return count_regex(texts, NON_WHITESPACE + "+")
 
 
 def splitlines(texts: pa.Array) -> pa.ListArray:

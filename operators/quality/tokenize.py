@@ -9,11 +9,13 @@ cost, so we re-implement its rules in one numba kernel over the batch's code poi
    two capitals; units and currency after digits), stopping at special cases;
 3. keep URL-like chunks whole, else split infixes (ellipses, icons, hyphens and ``:<>=/``
    between letters, ``,`` between letters, ``.`` between a lowercase and an uppercase letter,
-   ``+-*^`` between digits).
+   ``+-*^`` between digits);
+4. merge adjacent pieces that spell a special case again (spaCy's special-case matcher).
 
 spaCy's ~1,300 special cases are reduced to the ones that occur in ordinary English: common
-abbreviations with periods, English contractions (``n't``, ``'re``, ``'ve``, ``'ll``, ``'m``,
-``'d``), a few spellings (``cannot``, ``id``, ``and/or``) and emoticons. operators/quality/README.md
+abbreviations with periods, English contractions (``n't``, ``'re``, ``'ve``, ``'ll``; ``'d`` and
+``'m`` after pronouns), clock times (``9am``), a few spellings (``cannot``, ``id``, ``and/or``,
+``havin'``) and emoticons. operators/quality/README.md
 reports how closely this matches spaCy and how often a keep/drop decision differs.
 
 Tokens are (start, end) code-point positions into the batch's concatenated code points.
@@ -40,11 +42,25 @@ ABBREVIATIONS = _words(
     "Prof. Rev. Gen. Gov. Sen. Rep. St. Mt. Jr. Ph.D. D.C. N.Y. "
     "Jan. Feb. Mar. Apr. Jun. Jul. Aug. Sep. Sept. Oct. Nov. Dec."
 ) + [f"{c}." for c in "abcdefghijklmnopqrstuvwxyzäöü"]
-EMOTICONS = _words(":) :-) :( :-( ;) ;-) :D :-D :P :p :-P :o :O 8) (= =) (: ): :/ <3 ^_^ o.O O.o")
+EMOTICONS = _words(":) :-) :( :-( ;) ;-) :D :-D :P :p :-P :o :O :* :> 8) (= =) (: ): :/ <3 ^_^ o.O O.o")
+# "'d" and "'m" are split off pronouns only ("GPL'd" stays one token, as in spaCy).
+_PRONOUNS = _words("i you he she it we they who what where why how that there")
+_PRONOUN_CONTRACTIONS = {
+    f"{stem}{apostrophe}{suffix}": len(stem)
+    for word in _PRONOUNS
+    for stem in {word, word.capitalize()}
+    for apostrophe in "'’"
+    for suffix in (("d", "m") if word == "i" else ("d",))
+}
+# clock times split into number and "am"/"pm" (9am -> 9 am); dropped-g spellings stay whole
+_CLOCK_TIMES = {f"{h}{m}": len(str(h)) for h in range(1, 13) for m in ("am", "pm", "a.m.", "p.m.")}
+_DROPPED_G = [f"{w}{a}" for w in _words("doin goin havin nothin nuthin somethin lovin") for a in "'’"]
 # special case -> length of its first token (0: the special case is one token)
 SPECIAL_CASES: dict[str, int] = {
-    **{w: 0 for w in ABBREVIATIONS + EMOTICONS + ["and/or", "''", "'em", "'Em"]},
+    **{w: 0 for w in ABBREVIATIONS + EMOTICONS + _DROPPED_G + ["and/or", "w/o", "ol'", "''", "'em", "'Em"]},
+    **_CLOCK_TIMES,
     **{"cannot": 3, "Cannot": 3, "id": 1, "Id": 1, "im": 1, "Im": 1, "whats": 4, "Whats": 4},
+    **_PRONOUN_CONTRACTIONS,
 }
 
 UNITS = _words(
@@ -68,7 +84,7 @@ def string_hash(text: str) -> np.uint64:
     return span_hash(np.array([ord(c) for c in text], dtype=np.uint32), 0, len(text))
 
 
-_MAX_SPECIAL = 8
+_MAX_SPECIAL = 10  # longest special case, in characters
 
 
 @cache
@@ -181,7 +197,8 @@ def _is_special(cps, s, e, specials, splits, starts) -> bool:
 
 @numba.njit(cache=True, nogil=True)
 def _contraction_split(cps, flags, s, e) -> int:
-    """Length of a contraction suffix (n't, 're, 've, 'll, 'm, 'd) after letters, else 0."""
+    """Length of a contraction suffix (n't, 're, 've, 'll) after letters, else 0. ('d and 'm
+    are special cases of pronouns only.)"""
     n = e - s
     if n < 3:
         return 0
@@ -190,8 +207,6 @@ def _contraction_split(cps, flags, s, e) -> int:
     apostrophe2 = cps[e - 2] == 39 or cps[e - 2] == 0x2019
     if n >= 4 and last == 116 and apostrophe2 and (cps[e - 3] | 32) == 110:
         k = 3  # n't
-    elif apostrophe2 and (last == 109 or last == 100):
-        k = 2  # 'm 'd
     elif (cps[e - 3] == 39 or cps[e - 3] == 0x2019) and (
         (prev == 114 and last == 101) or (prev == 118 and last == 101) or (prev == 108 and last == 108)
     ):
@@ -269,11 +284,15 @@ def _suffix_len(cps, flags, s, e, units, unit_lens) -> int:
 def _is_url(cps, flags, s, e) -> bool:
     """A simplified version of spaCy's URL_MATCH: [scheme://][user@]label.(label.)*tld[:port][/...]."""
     i = s
-    # scheme
+    # scheme: [\w+\-.]{2,}://
     for j in range(s, e - 2):
         if cps[j] == 58 and cps[j + 1] == 47 and cps[j + 2] == 47:
             if j - s >= 2:
                 i = j + 3
+            break
+        if not (
+            _has(flags, cps[j], cc.ALPHA | cc.DIGIT) or cps[j] == 95 or cps[j] == 43 or cps[j] == 45 or cps[j] == 46
+        ):
             break
     # user@
     for j in range(i, e):
@@ -465,6 +484,30 @@ def _tokenize_chunk(
 
 
 @numba.njit(cache=True, nogil=True)
+def _merge_specials(cps, specials, splits, sp_starts, starts, ends, first, k) -> int:
+    """spaCy's special-case matcher: adjacent tokens of one chunk that spell a special case
+    (``i`` + ``.``, ``)`` + ``:``) become one token again. Returns the new token count."""
+    w = first
+    t = first
+    while t < k:
+        span = 0
+        for size in (3, 2):
+            if t + size <= k and _special_split(cps, starts[t], ends[t + size - 1], specials, splits, sp_starts) == 0:
+                span = size
+                break
+        if span:
+            starts[w] = starts[t]
+            ends[w] = ends[t + span - 1]
+            t += span
+        else:
+            starts[w] = starts[t]
+            ends[w] = ends[t]
+            t += 1
+        w += 1
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
 def _tokenize(cps, doc_off, flags, specials, splits, sp_starts, units, unit_lens):
     n_docs = len(doc_off) - 1
     starts = np.empty(len(cps) + 1, dtype=np.int64)
@@ -484,6 +527,7 @@ def _tokenize(cps, doc_off, flags, specials, splits, sp_starts, units, unit_lens
             while j < end and not _has(flags, cps[j], cc.SPACE):
                 j += 1
             if j > i:
+                first = k
                 k = _tokenize_chunk(
                     cps,
                     flags,
@@ -500,6 +544,8 @@ def _tokenize(cps, doc_off, flags, specials, splits, sp_starts, units, unit_lens
                     suf_s,
                     suf_e,
                 )
+                if k - first > 1:
+                    k = _merge_specials(cps, specials, splits, sp_starts, starts, ends, first, k)
             i = j
     tok_off[n_docs] = k
     return starts[:k], ends[:k], tok_off
@@ -534,17 +580,12 @@ class Tokens:
         return np.bincount(self.doc_index, weights=mask, minlength=n).astype(np.int64)
 
     def any_char(self, flag: int) -> np.ndarray:
-        """Per token: does any of its characters have ``flag``?"""
-        has = (cc.flag_table()[self.cps] & flag) != 0
-        cum = np.zeros(len(self.cps) + 1, dtype=np.int64)
-        np.cumsum(has, out=cum[1:])
-        return (cum[self.ends] - cum[self.starts]) > 0
+        """Per token: does any of its characters have ``flag`` (a charclass bit)?"""
+        return _flag_counts(self.cps, self.starts, self.ends, cc.flag_table(), flag) > 0
 
     def all_chars(self, flag: int) -> np.ndarray:
-        has = (cc.flag_table()[self.cps] & flag) != 0
-        cum = np.zeros(len(self.cps) + 1, dtype=np.int64)
-        np.cumsum(has, out=cum[1:])
-        return (cum[self.ends] - cum[self.starts]) == self.lengths
+        """Per token: do all of its characters have ``flag``?"""
+        return _flag_counts(self.cps, self.starts, self.ends, cc.flag_table(), flag) == self.lengths
 
     def hashes(self) -> np.ndarray:
         return _token_hashes(self.cps, self.starts, self.ends)
@@ -553,6 +594,18 @@ class Tokens:
         """The tokens of one sample as strings (for tests and debugging)."""
         a, b = self.offsets[doc], self.offsets[doc + 1]
         return ["".join(map(chr, self.cps[s:e])) for s, e in zip(self.starts[a:b], self.ends[a:b], strict=True)]
+
+
+@numba.njit(cache=True, nogil=True)
+def _flag_counts(cps, starts, ends, flags, flag):
+    out = np.zeros(len(starts), dtype=np.int64)
+    for t in range(len(starts)):
+        c = 0
+        for i in range(starts[t], ends[t]):
+            if flags[cps[i]] & flag:
+                c += 1
+        out[t] = c
+    return out
 
 
 @numba.njit(cache=True, nogil=True)

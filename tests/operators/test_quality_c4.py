@@ -1,8 +1,11 @@
+import pyarrow as pa
 import pytest
 from quality_samples import make_batch, rules_of, run
 
 from lineage.records import LINEAGE_SCHEMA
 from operators.quality import C4Quality
+from operators.quality.c4 import sentence_counts
+from operators.quality.tokenize import tokenize
 from operators.schema import content_hash
 
 GOOD = [
@@ -59,6 +62,15 @@ def test_citations_removed_and_long_words_drop_lines():
     assert recs[0]["detail"]["modification"]["removed"] == [lines[5]]
 
 
+def test_max_word_length_at_threshold():
+    at = "A line with a " + "x" * 1000 + " word."
+    above = "A line with a " + "x" * 1001 + " word."
+    out, recs = run(C4Quality(), ["\n".join(GOOD + [at]), "\n".join(GOOD + [above])])
+    assert recs[0]["verdict"] == "kept"
+    assert recs[1]["verdict"] == "modified"
+    assert recs[1]["detail"]["modification"]["removed"] == [above]
+
+
 def test_min_sentences_at_threshold():
     four = "\n".join(GOOD[:4])
     five_on_two_lines = "One sentence here. Two sentences here! Three now?\nFour is here. And five ends it."
@@ -91,3 +103,15 @@ def test_batch_mixes_verdicts_one_record_each():
     out = C4Quality().apply(make_batch(texts))
     assert out.lineage.column("verdict").to_pylist() == ["kept", "modified", "dropped"]
     assert out.samples.column("sample_id").to_pylist() == ["s0", "s1"]
+
+
+@pytest.mark.parametrize(
+    ("line", "sentences"),  # spaCy sentencizer counts
+    [
+        ("type, and a set of alerts.  .", 2),
+        ("One. Two!  Three? (four) five", 4),
+        ("Version 1.2. e.g. this.", 2),
+    ],
+)
+def test_sentence_counts_match_spacy_sentencizer(line, sentences):
+    assert sentence_counts(tokenize(pa.array([line]))).tolist() == [sentences]

@@ -139,3 +139,12 @@ def test_blank_text_dropped_for_length_and_other_rules_not_applicable():
         rules = rules_of(rec)
         assert rules["min_words"]["value"] == 0.0
         assert rules["hash_ratio"]["value"] is None and rules["hash_ratio"]["passed"] is True
+
+
+def test_language_space_measures_chinese_in_words():
+    zh = "这是一个用于测试的中文句子，内容没有重复。"
+    _, recs = run(DefaultQuality({"language": "space"}), [zh])
+    rules = rules_of(recs[0])
+    assert recs[0]["reason"] == "default:min_words"
+    assert rules["min_words"]["value"] == 1.0
+    assert rules["min_cjk_chars"]["value"] is None

@@ -115,26 +115,34 @@ def test_repetition_duplicate_line_chars():
     assert recs[0]["reason"] == "gopher_repetition:dup_line_char_frac"
 
 
-def test_top_ngram_share():
-    # "ab cd" covers 5 chars x 12 occurrences = 60 of 299 chars: 0.2007 > 0.2
+def test_top_ngram_share_at_and_around_threshold():
     filler = " ".join(f"w{i:03d}" for i in range(47))
-    repeated = " ".join(["ab cd"] * 12)
-    text_ = repeated + " " + filler
-    op = GopherRepetition({"top_n_grams": ((2, 0.2),), "dup_n_grams": ()})
-    rules = rules_of(run(op, [text_])[1][0])
-    assert rules["top_2_gram"]["value"] == pytest.approx(60 / len(text_))
-    assert rules["top_2_gram"]["passed"] is (60 / len(text_) <= 0.2)
-    loose = GopherRepetition({"top_n_grams": ((2, 0.25),), "dup_n_grams": ()})
-    assert run(loose, [text_])[1][0]["verdict"] == "kept"
+    text_ = " ".join(["ab cd"] * 12) + " " + filler  # "ab cd" x 12: 60 characters
+    share = 60 / len(text_)
+
+    def verdict(threshold: float) -> str:
+        op = GopherRepetition({"top_n_grams": ((2, threshold),), "dup_n_grams": ()})
+        record = run(op, [text_])[1][0]
+        assert rules_of(record)["top_2_gram"]["value"] == pytest.approx(share)
+        return record["verdict"]
+
+    assert verdict(share) == "kept"
+    assert verdict(share - 1e-6) == "dropped"
 
 
-def test_duplicated_ngrams_scan():
-    block = " ".join(f"w{i}" for i in range(5))  # 5 words, 10 chars without spaces
+def test_duplicated_ngrams_scan_at_and_around_threshold():
+    block = " ".join(f"w{i}" for i in range(5))  # 5 words, 10 characters without spaces
     text_ = block + " " + block + " tail words here"
-    op = GopherRepetition({"top_n_grams": (), "dup_n_grams": ((5, 0.1),)})
-    rules = rules_of(run(op, [text_])[1][0])
-    assert rules["duplicated_5_n_grams"]["value"] == pytest.approx(10 / len(text_))
-    assert rules["duplicated_5_n_grams"]["passed"] is False
+    share = 10 / len(text_)  # the second copy repeats; the scan then jumps past it
+
+    def verdict(threshold: float) -> str:
+        op = GopherRepetition({"top_n_grams": (), "dup_n_grams": ((5, threshold),)})
+        record = run(op, [text_])[1][0]
+        assert rules_of(record)["duplicated_5_n_grams"]["value"] == pytest.approx(share)
+        return record["verdict"]
+
+    assert verdict(share) == "kept"
+    assert verdict(share - 1e-6) == "dropped"
 
 
 def test_too_few_words_for_ngrams_is_not_applicable():

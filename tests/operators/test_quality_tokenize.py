@@ -20,6 +20,13 @@ CASES = {
         '"', "quoted", '"', "[", "1", "]", "x86_64", "C++", "e", "-", "mail", ":", "foo@bar.com",
     ],
     "cannot U.S. A.B.": ["can", "not", "U.S.", "A.B."],
+    "i.MX6 boards (see foo):": ["i.", "MX6", "boards", "(", "see", "foo", "):"],
+    "from 9am to 5pm, havin' fun 12p.m.": [
+        "from", "9", "am", "to", "5", "pm", ",", "havin'", "fun", "12", "p.m.",
+    ],
+    "URL:http://dev.example-site.org/wiki/Page": [
+        "URL", ":", "http://dev.example", "-", "site.org", "/", "wiki", "/", "Page",
+    ],
 }  # fmt: skip
 
 

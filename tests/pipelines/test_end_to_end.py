@@ -12,7 +12,6 @@ from sqlalchemy import select
 
 from lineage.catalog import Catalog, DatasetVersion, Run
 from lineage.export import export_release
-from lineage.query import sample_lineage
 from lineage.releases import ReleaseError, get_release, publish
 from lineage.settings import Settings
 from operators.schema import sample_id
@@ -20,7 +19,7 @@ from pipelines.runner import RunError, Runner
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier
-from tests.conftest import write_jsonl
+from tests.conftest import lineage_of, write_jsonl
 
 
 def spec_for(corpus: Path, output: str = "clean", operators: list[dict] | None = None) -> PipelineSpec:
@@ -65,17 +64,16 @@ def test_run_publish_query_export(corpus: Path, settings: Settings, catalog: Cat
 
     # "libc6" survives; "libc6-copy" (same text after normalisation) and "libc6-again" point at it
     kept_id, dup_id = sample_id("raw", "id:libc6"), sample_id("raw", "id:libc6-again")
-    dup = sample_lineage(catalog, settings, dup_id)
+    dup = lineage_of(settings, dup_id)
     (version,) = dup.versions
     assert not version.in_output
-    assert [(r["operator"], r["verdict"]) for r in version.records] == [
-        ("convert", "kept"),
-        ("exact_dedupe", "dropped"),
-    ]
-    assert version.records[1]["related_ids"] == [kept_id]
-    assert dup.source["path"] == "sub/b.jsonl.gz" and dup.source["row"] == 0
-    kept = sample_lineage(catalog, settings, kept_id)
-    assert kept.versions[0].in_output and kept.versions[0].sample["text"].startswith("GNU C library")
+    assert [(r.operator, r.verdict) for r in version.records] == [("convert", "kept"), ("exact_dedupe", "dropped")]
+    assert version.records[1].related_ids == [kept_id]
+    assert dup.source.path == "sub/b.jsonl.gz" and dup.source.row == 0
+    assert dup.duplicate.kept_id == kept_id and dup.duplicate.method == "exact"
+    kept = lineage_of(settings, kept_id)
+    assert kept.versions[0].in_output and kept.versions[0].releases == ["clean@v1"]
+    assert kept.sample["text"].startswith("GNU C library")
 
     out, rows = export_release(catalog, settings, "clean@v1", tmp_path / "export", "jsonl")
     exported = [json.loads(line) for line in out.read_text().splitlines()]
@@ -127,7 +125,7 @@ def test_dataset_inputs_chain_runs(corpus: Path, settings: Settings, catalog: Ca
     )
     outcome = runner.run(chained)
     assert outcome.row_count == 4
-    lineage = sample_lineage(catalog, settings, sample_id("raw", "id:libc6-copy"))
+    lineage = lineage_of(settings, sample_id("raw", "id:libc6-copy"))
     assert [(v.dataset, v.in_output) for v in lineage.versions] == [("raw", True), ("clean", False)]
     with catalog.session() as s:
         run = s.get(Run, outcome.run_id)

@@ -7,7 +7,6 @@ from pathlib import Path
 from sqlalchemy import select
 
 from lineage.catalog import Catalog, DatasetVersion
-from lineage.query import sample_lineage
 from lineage.releases import get_release, publish
 from lineage.settings import Settings
 from operators.schema import sample_id
@@ -15,7 +14,7 @@ from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier
-from tests.conftest import write_jsonl
+from tests.conftest import lineage_of, write_jsonl
 
 BASE = (
     "The GNU Compiler Collection is a compiler system produced by the GNU Project supporting various "
@@ -69,13 +68,13 @@ def test_near_duplicates_dropped_with_cluster_kept_id_and_jaccard(
     assert step["operator"] == "minhash_dedupe" and step["dropped"] == 2
     assert outcome.row_count == 3
 
-    dropped = sample_lineage(catalog, settings, sample_id("raw", "id:short"))
+    dropped = lineage_of(settings, sample_id("raw", "id:short"))
     rec = dropped.versions[0].records[-1]
-    assert rec["operator"] == "minhash_dedupe" and rec["verdict"] == "dropped"
-    dup = rec["detail"]["duplicate"]
+    assert rec.operator == "minhash_dedupe" and rec.verdict == "dropped"
+    dup = rec.detail["duplicate"]
     assert dup["method"] == "minhash" and dup["kept_id"] == sample_id("raw", "id:long")  # longest survives
     assert 0.8 <= dup["jaccard"] < 1.0 and dup["cluster_size"] == 2
-    assert rec["related_ids"] == [dup["kept_id"]]
+    assert rec.related_ids == [dup["kept_id"]]
 
     with catalog.session() as s:
         dv = s.scalars(select(DatasetVersion)).one()
@@ -104,9 +103,9 @@ def test_dedupe_against_a_published_release_keeps_the_published_sample(
     )
     outcome = runner.run(spec(tmp_path / "new.jsonl", "new", "new-clean", against=["old-clean@v1"]))
     assert outcome.counts["steps"][2]["dropped"] == 1 and outcome.row_count == 1
-    rec = sample_lineage(catalog, settings, sample_id("new", "id:gcc-copy")).versions[-1].records[-1]
-    assert rec["verdict"] == "dropped"
-    assert rec["detail"]["duplicate"]["kept_id"] == sample_id("old", "id:gcc")
+    rec = lineage_of(settings, sample_id("new", "id:gcc-copy")).versions[-1].records[-1]
+    assert rec.verdict == "dropped"
+    assert rec.detail["duplicate"]["kept_id"] == sample_id("old", "id:gcc")
     with catalog.session() as s:
         assert get_release(s, "old-clean@v1").manifest["signatures"]["table"].endswith("/signatures")
 

@@ -1,0 +1,42 @@
+"""The app factory: ``uvicorn --factory api.app:create_app`` or ``lineage serve``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI
+
+from api import errors
+from api.deps import reject_unknown_query
+from api.routers import datasets, lineage, releases, runs, samples, system, tokens
+from lineage.service.core import Service
+from lineage.settings import Settings, get_settings
+
+API_PREFIX = "/api/v1"
+
+
+def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
+    service = service or Service(settings or get_settings())
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if service.settings.api_warm_on_start:
+            threading.Thread(target=service.warm, name="warm", daemon=True).start()
+        yield
+        service.close()
+
+    app = FastAPI(
+        title="lineage-ledger",
+        summary="Data lineage and dataset versioning for LLM training data.",
+        version="1",
+        lifespan=lifespan,
+        responses=errors.ERROR_RESPONSES,
+        dependencies=[Depends(reject_unknown_query)],
+    )
+    app.state.service = service
+    errors.install(app)
+    for module in (system, datasets, runs, releases, samples, lineage, tokens):
+        app.include_router(module.router, prefix=API_PREFIX)
+    return app

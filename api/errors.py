@@ -1,0 +1,46 @@
+"""Every refusal is a 4xx JSON answer ``{"detail": "..."}``; only bugs are 5xx."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from lineage.service.errors import message_for, status_for
+
+log = logging.getLogger(__name__)
+
+
+class ErrorOut(BaseModel):
+    detail: str
+
+
+ERROR_RESPONSES: dict[int | str, dict] = {
+    400: {"model": ErrorOut, "description": "Bad request (invalid reference, parameter or body)"},
+    401: {"model": ErrorOut, "description": "No token, or an invalid or revoked one"},
+    403: {"model": ErrorOut, "description": "The token's role is not enough"},
+    404: {"model": ErrorOut, "description": "Not found"},
+    409: {"model": ErrorOut, "description": "Conflicts with what is recorded (e.g. a release with other content)"},
+}
+
+
+def _answer(request: Request, exc: Exception) -> JSONResponse:
+    status = status_for(exc)
+    if status is None:
+        log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"detail": "internal error (logged on the server)"}, status_code=500)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"detail": message_for(exc)}, status_code=status, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    from pydantic import ValidationError
+    from sqlalchemy.exc import DataError
+
+    from lineage.releases import ReleaseError
+    from lineage.service.errors import ServiceError
+
+    for cls in (ServiceError, ReleaseError, KeyError, ValueError, ValidationError, LookupError, DataError):
+        app.add_exception_handler(cls, _answer)  # type: ignore[arg-type]

@@ -1,0 +1,68 @@
+"""Datasets, their versions (with schema), and diffs between versions or releases."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from api.deps import Reader, ServiceDep, Writer
+from api.routers.common import NO_NUL, Limit, Name, Offset, VersionNumber
+from lineage.service import schemas as S
+
+router = APIRouter(tags=["datasets"])
+
+REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[A-Za-z0-9][A-Za-z0-9._-]{0,127}|:v?[0-9]{1,9})?$"
+Ref = Annotated[
+    str, Query(pattern=REF_PATTERN, max_length=300, description="NAME@TAG, DATASET:vN or DATASET (latest).")
+]
+
+
+@router.get("/datasets", response_model=S.Page[S.DatasetOut])
+def list_datasets(
+    service: ServiceDep,
+    _: Reader,
+    limit: Limit = None,
+    offset: Offset = 0,
+    tag: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
+    owner: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
+) -> Any:
+    return service.list_datasets(limit, offset, tag=tag, owner=owner)
+
+
+@router.get("/datasets/{name}", response_model=S.DatasetOut)
+def get_dataset(name: Name, service: ServiceDep, _: Reader) -> Any:
+    return service.get_dataset(name)
+
+
+@router.patch("/datasets/{name}", response_model=S.DatasetOut)
+def update_dataset(name: Name, body: S.DatasetUpdate, service: ServiceDep, _: Writer) -> Any:
+    """Edit owner, licence, description or tags."""
+    return service.update_dataset(name, body)
+
+
+@router.get("/datasets/{name}/versions", response_model=S.Page[S.VersionOut])
+def list_versions(name: Name, service: ServiceDep, _: Reader, limit: Limit = None, offset: Offset = 0) -> Any:
+    return service.list_versions(name, limit, offset)
+
+
+@router.get("/datasets/{name}/versions/{version}", response_model=S.VersionOut)
+def get_version(name: Name, version: VersionNumber, service: ServiceDep, _: Reader) -> Any:
+    return service.get_version(name, version)
+
+
+@router.get("/datasets/{name}/versions/{version}/releases", response_model=S.SourceReleases)
+def releases_containing_version(name: Name, version: VersionNumber, service: ServiceDep, _: Reader) -> S.SourceReleases:
+    """Which releases contain samples of this dataset version, and how many."""
+    return service.source_releases(dataset=name, version=version)
+
+
+@router.get("/diff", response_model=S.Diff)
+def diff(
+    service: ServiceDep,
+    _: Reader,
+    base: Ref,
+    target: Ref,
+) -> S.Diff:
+    """Samples added, removed and changed per source, and schema changes, from ``base`` to ``target``."""
+    return service.diff(base, target)

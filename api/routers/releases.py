@@ -1,0 +1,69 @@
+"""Releases: create (or draft), publish, deprecate; manifests and quality reports."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Query, Response
+
+from api.deps import Reader, ServiceDep, Writer
+from api.routers.common import NAME_PATTERN, Limit, Name, Offset, Tag
+from lineage.service import schemas as S
+
+router = APIRouter(tags=["releases"])
+
+
+@router.get("/releases", response_model=S.Page[S.ReleaseOut])
+def list_releases(
+    service: ServiceDep,
+    _: Reader,
+    limit: Limit = None,
+    offset: Offset = 0,
+    name: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=128)] = None,
+    state: Literal["draft", "published", "deprecated"] | None = None,
+) -> Any:
+    return service.list_releases(limit, offset, name=name, state=state)
+
+
+@router.post(
+    "/releases",
+    response_model=S.ReleaseResult,
+    status_code=201,
+    responses={200: {"model": S.ReleaseResult, "description": "Same content already recorded: nothing changed"}},
+)
+def create_release(body: S.ReleaseCreate, service: ServiceDep, who: Writer, response: Response) -> S.ReleaseResult:
+    """Publish a dataset version as NAME@TAG (or record a draft). Idempotent for the same content
+    (200, ``changed: false``); refused with 409 for different content."""
+    result = service.create_release(body, actor=who.name)
+    if not result.changed:
+        response.status_code = 200
+    return result
+
+
+@router.get("/releases/{name}/{tag}", response_model=S.ReleaseOut)
+def get_release(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> Any:
+    return service.get_release(f"{name}@{tag}")
+
+
+@router.post("/releases/{name}/{tag}/publish", response_model=S.ReleaseResult)
+def publish_release(name: Name, tag: Tag, service: ServiceDep, who: Writer) -> S.ReleaseResult:
+    """Publish a draft (after checking its files still have the recorded content)."""
+    return service.publish_release(f"{name}@{tag}", actor=who.name)
+
+
+@router.post("/releases/{name}/{tag}/deprecate", response_model=S.ReleaseResult)
+def deprecate_release(
+    name: Name, tag: Tag, service: ServiceDep, who: Writer, body: Annotated[S.Deprecation | None, Body()] = None
+) -> S.ReleaseResult:
+    return service.deprecate_release(f"{name}@{tag}", (body or S.Deprecation()).reason, actor=who.name)
+
+
+@router.get("/releases/{name}/{tag}/manifest", response_model=dict[str, Any])
+def get_manifest(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> dict[str, Any]:
+    """Files with sizes and xxh3-128 checksums, row count, bytes, schema, quality summary."""
+    return service.get_manifest(f"{name}@{tag}")
+
+
+@router.get("/releases/{name}/{tag}/quality", response_model=S.Quality)
+def get_quality(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> S.Quality:
+    return service.get_quality(f"{name}@{tag}")

@@ -1,0 +1,32 @@
+"""Pipeline runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query
+
+from api.deps import Reader, ServiceDep
+from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Offset
+from lineage.service import schemas as S
+
+router = APIRouter(tags=["runs"])
+
+
+@router.get("/runs", response_model=S.Page[S.RunOut])
+def list_runs(
+    service: ServiceDep,
+    _: Reader,
+    limit: Limit = None,
+    offset: Offset = 0,
+    dataset: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=128)] = None,
+    status: Literal["running", "succeeded", "failed"] | None = None,
+) -> Any:
+    return service.list_runs(limit, offset, dataset=dataset, status=status)
+
+
+@router.get("/runs/{run_id}", response_model=S.RunOut)
+def get_run(
+    run_id: Annotated[str, Path(min_length=1, max_length=36, pattern=NO_NUL)], service: ServiceDep, _: Reader
+) -> Any:
+    return service.get_run(run_id)

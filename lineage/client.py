@@ -1,0 +1,348 @@
+"""The Python SDK: ``lineage.Client(url, token)`` talks to a server; ``lineage.Client()`` runs the
+same operations in-process through the service layer (no server needed).
+
+Both return the same pydantic models (:mod:`lineage.service.schemas`) and raise the same errors
+(:mod:`lineage.service.errors`: ``BadRequest``, ``Unauthorized``, ``Forbidden``, ``NotFound``,
+``Conflict``), so code written against one works against the other.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
+
+from lineage.service import schemas as S
+from lineage.service.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError, Unauthorized
+
+if TYPE_CHECKING:
+    from lineage.service.core import Service
+    from lineage.settings import Settings
+
+__all__ = ["BadRequest", "Client", "Conflict", "Forbidden", "NotFound", "ServiceError", "Unauthorized"]
+
+_BY_STATUS: dict[int, type[ServiceError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    422: BadRequest,
+}
+R = TypeVar("R")
+
+
+def _q(part: str) -> str:
+    return quote(part, safe="")
+
+
+def _translated(fn: Callable[..., R]) -> Callable[..., R]:
+    """In-process calls raise the same error classes as HTTP calls."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> R:
+        from lineage.service.errors import message_for, status_for
+
+        try:
+            return fn(*args, **kwargs)
+        except ServiceError:
+            raise
+        except Exception as exc:
+            status = status_for(exc)
+            if status is None:
+                raise
+            raise _BY_STATUS.get(status, ServiceError)(message_for(exc)) from exc
+
+    return wrapper
+
+
+class Client:
+    """Typed access to datasets, versions, diffs, runs, releases, sample and dataset lineage, tokens."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        settings: Settings | None = None,
+        service: Service | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.url = url.rstrip("/") if url else None
+        self._service = service
+        self._settings = settings
+        self._http = None
+        if self.url is not None:
+            import httpx
+
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            self._http = httpx.Client(base_url=f"{self.url}/api/v1", headers=headers, timeout=timeout)
+        self.actor = "local"
+
+    # -- plumbing -----------------------------------------------------------------------------
+    @property
+    def service(self) -> Service:
+        if self._service is None:
+            from lineage.service.core import Service
+
+            self._service = Service(self._settings)
+        return self._service
+
+    @property
+    def local(self) -> bool:
+        return self._http is None
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+        elif self._service is not None:
+            self._service.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, *, params: dict[str, Any] | None = None, json: Any = None) -> Any:
+        assert self._http is not None
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        response = self._http.request(method, path, params=clean, json=json)
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail", response.text)
+            except ValueError:
+                detail = response.text
+            if not isinstance(detail, str):
+                detail = str(detail)
+            raise _BY_STATUS.get(response.status_code, ServiceError)(f"{response.status_code}: {detail}")
+        return response.json()
+
+    def _call(self, local: Callable[[], R], method: str, path: str, model: Any, **kw: Any) -> R:
+        if self._http is None:
+            return _translated(local)()
+        data = self._request(method, path, **kw)
+        return model.model_validate(data) if model is not None else data
+
+    # -- datasets -----------------------------------------------------------------------------
+    def datasets(
+        self, limit: int | None = None, offset: int = 0, *, tag: str | None = None, owner: str | None = None
+    ) -> S.Page[Any]:
+        return self._call(
+            lambda: self.service.list_datasets(limit, offset, tag=tag, owner=owner),
+            "GET",
+            "/datasets",
+            S.Page[S.DatasetOut],
+            params={"limit": limit, "offset": offset, "tag": tag, "owner": owner},
+        )
+
+    def dataset(self, name: str) -> Any:
+        return self._call(lambda: self.service.get_dataset(name), "GET", f"/datasets/{_q(name)}", S.DatasetOut)
+
+    def update_dataset(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        owner: str | None = None,
+        license: str | None = None,  # noqa: A002 (the field's name)
+        tags: list[str] | None = None,
+    ) -> Any:
+        body = {
+            k: v
+            for k, v in {"description": description, "owner": owner, "license": license, "tags": tags}.items()
+            if v is not None
+        }
+        return self._call(
+            lambda: self.service.update_dataset(name, body), "PATCH", f"/datasets/{_q(name)}", S.DatasetOut, json=body
+        )
+
+    def versions(self, name: str, limit: int | None = None, offset: int = 0) -> S.Page[Any]:
+        return self._call(
+            lambda: self.service.list_versions(name, limit, offset),
+            "GET",
+            f"/datasets/{_q(name)}/versions",
+            S.Page[S.VersionOut],
+            params={"limit": limit, "offset": offset},
+        )
+
+    def version(self, name: str, version: int) -> Any:
+        return self._call(
+            lambda: self.service.get_version(name, version),
+            "GET",
+            f"/datasets/{_q(name)}/versions/{int(version)}",
+            S.VersionOut,
+        )
+
+    def diff(self, base: str, target: str) -> S.Diff:
+        """From ``base`` to ``target``; each is NAME@TAG, DATASET:vN or DATASET (latest)."""
+        return self._call(
+            lambda: self.service.diff(base, target), "GET", "/diff", S.Diff, params={"base": base, "target": target}
+        )
+
+    # -- runs ---------------------------------------------------------------------------------
+    def runs(
+        self, limit: int | None = None, offset: int = 0, *, dataset: str | None = None, status: str | None = None
+    ) -> S.Page[Any]:
+        return self._call(
+            lambda: self.service.list_runs(limit, offset, dataset=dataset, status=status),
+            "GET",
+            "/runs",
+            S.Page[S.RunOut],
+            params={"limit": limit, "offset": offset, "dataset": dataset, "status": status},
+        )
+
+    def run(self, run_id: str) -> Any:
+        return self._call(lambda: self.service.get_run(run_id), "GET", f"/runs/{_q(run_id)}", S.RunOut)
+
+    # -- releases -----------------------------------------------------------------------------
+    def releases(
+        self, limit: int | None = None, offset: int = 0, *, name: str | None = None, state: str | None = None
+    ) -> S.Page[Any]:
+        return self._call(
+            lambda: self.service.list_releases(limit, offset, name=name, state=state),
+            "GET",
+            "/releases",
+            S.Page[S.ReleaseOut],
+            params={"limit": limit, "offset": offset, "name": name, "state": state},
+        )
+
+    @staticmethod
+    def _split(ref: str) -> tuple[str, str]:
+        from lineage.releases import parse_ref
+
+        try:
+            return parse_ref(ref)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from exc
+
+    def release(self, ref: str) -> Any:
+        name, tag = self._split(ref)
+        return self._call(lambda: self.service.get_release(ref), "GET", f"/releases/{name}/{tag}", S.ReleaseOut)
+
+    def create_release(
+        self, ref: str, *, dataset: str | None = None, version: int | None = None, draft: bool = False
+    ) -> S.ReleaseResult:
+        """Publish ``ref`` (or record a draft). Same content again: ``changed`` is False; other content: Conflict."""
+        name, tag = self._split(ref)
+        body = {"name": name, "tag": tag, "dataset": dataset, "version": version, "draft": draft}
+        return self._call(
+            lambda: self.service.create_release(body, actor=self.actor), "POST", "/releases", S.ReleaseResult, json=body
+        )
+
+    publish = create_release
+
+    def publish_release(self, ref: str) -> S.ReleaseResult:
+        """Publish a draft."""
+        name, tag = self._split(ref)
+        return self._call(
+            lambda: self.service.publish_release(ref, actor=self.actor),
+            "POST",
+            f"/releases/{name}/{tag}/publish",
+            S.ReleaseResult,
+        )
+
+    def deprecate_release(self, ref: str, reason: str = "") -> S.ReleaseResult:
+        name, tag = self._split(ref)
+        return self._call(
+            lambda: self.service.deprecate_release(ref, reason, actor=self.actor),
+            "POST",
+            f"/releases/{name}/{tag}/deprecate",
+            S.ReleaseResult,
+            json={"reason": reason},
+        )
+
+    def manifest(self, ref: str) -> dict[str, Any]:
+        name, tag = self._split(ref)
+        return self._call(lambda: self.service.get_manifest(ref), "GET", f"/releases/{name}/{tag}/manifest", None)
+
+    def quality(self, ref: str) -> S.Quality:
+        name, tag = self._split(ref)
+        return self._call(lambda: self.service.get_quality(ref), "GET", f"/releases/{name}/{tag}/quality", S.Quality)
+
+    # -- sample lineage -----------------------------------------------------------------------
+    def sample_lineage(
+        self, sample_id: str, *, dataset: str | None = None, include_text: bool = False
+    ) -> S.SampleLineage:
+        return self._call(
+            lambda: self.service.sample_lineage(sample_id, dataset=dataset, include_text=include_text),
+            "GET",
+            f"/samples/{_q(sample_id)}/lineage",
+            S.SampleLineage,
+            params={"dataset": dataset, "include_text": include_text or None},
+        )
+
+    def why_not(self, sample_id: str, release: str) -> S.WhyNot:
+        return self._call(
+            lambda: self.service.why_not(sample_id, release),
+            "GET",
+            f"/samples/{_q(sample_id)}/why-not",
+            S.WhyNot,
+            params={"release": release},
+        )
+
+    def source_releases(
+        self, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
+    ) -> S.SourceReleases:
+        """Releases holding samples of a source file (``uri``) or of a dataset version, with counts."""
+        if self._http is None:
+            return _translated(self.service.source_releases)(uri=uri, dataset=dataset, version=version)
+        if (uri is None) == (dataset is None):
+            raise BadRequest("give exactly one source: uri (a file URI) or dataset (a dataset name, with version)")
+        if uri is not None:
+            return S.SourceReleases.model_validate(self._request("GET", "/sources/releases", params={"uri": uri}))
+        assert dataset is not None
+        number = version if version is not None else self.dataset(dataset).latest_version
+        if number is None:
+            raise NotFound(f"dataset {dataset!r} has no versions")
+        path = f"/datasets/{_q(dataset)}/versions/{int(number)}/releases"
+        return S.SourceReleases.model_validate(self._request("GET", path))
+
+    # -- dataset-level lineage ----------------------------------------------------------------
+    def post_lineage_event(self, event: dict[str, Any]) -> S.EventAccepted:
+        """Send an OpenLineage RunEvent (a dict in the OpenLineage JSON shape)."""
+        return self._call(lambda: self.service.ingest_event(event), "POST", "/lineage", S.EventAccepted, json=event)
+
+    def lineage_graph(self, node_id: str, depth: int = 20) -> S.Graph:
+        """``node_id`` is ``dataset:NAMESPACE:NAME`` or ``job:NAMESPACE:NAME``."""
+        return self._call(
+            lambda: self.service.lineage_graph(node_id, depth),
+            "GET",
+            "/lineage",
+            S.Graph,
+            params={"nodeId": node_id, "depth": depth},
+        )
+
+    # -- tokens and health --------------------------------------------------------------------
+    def create_token(self, name: str, role: str = "reader") -> Any:
+        return self._call(
+            lambda: self.service.create_token(name, role, actor=self.actor),
+            "POST",
+            "/tokens",
+            S.TokenCreated,
+            json={"name": name, "role": role},
+        )
+
+    def tokens(self) -> list[Any]:
+        if self._http is None:
+            return _translated(self.service.list_tokens)()
+        return [S.TokenOut.model_validate(t) for t in self._request("GET", "/tokens")]
+
+    def revoke_token(self, token_id: int) -> Any:
+        return self._call(lambda: self.service.revoke_token(token_id), "DELETE", f"/tokens/{int(token_id)}", S.TokenOut)
+
+    def health(self) -> S.Health:
+        return self._call(lambda: self.service.health(), "GET", "/health", S.Health)
+
+    def iter_all(
+        self, method: Callable[..., S.Page[Any]], *args: Any, page_size: int = 500, **kw: Any
+    ) -> Iterator[Any]:
+        """Every item of a paginated list, e.g. ``client.iter_all(client.datasets)``."""
+        offset = 0
+        while True:
+            page = method(*args, limit=page_size, offset=offset, **kw)
+            yield from page.items
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                return

@@ -1,0 +1,5 @@
+"""The service layer: one implementation of every API operation, over the catalog and DuckDB.
+
+The HTTP routers (``api/``), the in-process SDK client (``lineage.Client()``) and the CLI all call
+:class:`lineage.service.core.Service`; none of them holds logic of its own.
+"""

@@ -1,0 +1,376 @@
+"""The service: every operation of the HTTP API and the SDK, once.
+
+Methods take plain arguments and return the pydantic models of :mod:`lineage.service.schemas`;
+errors are :mod:`lineage.service.errors` (or ``ReleaseError``/``KeyError`` from the modules it
+calls), which the HTTP layer maps to 4xx answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+from lineage import openlineage, releases
+from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run
+from lineage.service import auth
+from lineage.service import schemas as S
+from lineage.service.errors import BadRequest, NotFound
+from lineage.service.tables import Duck, TableCache
+from lineage.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+_VERSION_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,127})(?::v?(\d{1,9}))?$")
+_SAMPLE_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
+MAX_LIMIT = 1000
+
+
+def check_sample_id(sample_id: str) -> str:
+    if not _SAMPLE_ID.match(sample_id):
+        raise BadRequest(f"invalid sample id {sample_id[:80]!r}: expected 1-200 printable ASCII characters")
+    return sample_id
+
+
+class Service:
+    """One per process (the HTTP app) or per in-process client; thread-safe."""
+
+    def __init__(self, settings: Settings | None = None, catalog: Catalog | None = None) -> None:
+        self.settings = settings or get_settings()
+        self.catalog = catalog or Catalog(self.settings.catalog_url or "")
+        self.tables = TableCache(self.settings)
+        self.duck = Duck(self.settings, threads=2)  # scans over whole versions (diffs, source counts)
+        self.lookups = Duck(self.settings, threads=1)  # point lookups
+        self.graph_cache = openlineage.GraphCache()
+        self.tokens = auth.TokenStore(self.catalog)
+
+    def close(self) -> None:
+        self.catalog.dispose()
+
+    def warm(self, max_versions: int = 32) -> None:
+        """Load what the first requests would otherwise wait for: the lineage graph, and the opened
+        Delta versions of the newest releases. Best effort (a server runs it in the background)."""
+        try:
+            with self.catalog.session() as s:
+                self.graph_cache.get(s)
+                pinned = [
+                    ((r.dataset_version.tier, p, v))
+                    for r in s.scalars(select(Release).order_by(Release.id.desc()).limit(max_versions))
+                    for p, v in (
+                        (r.dataset_version.data_path, r.dataset_version.data_delta_version),
+                        (r.dataset_version.lineage_path, r.dataset_version.lineage_delta_version),
+                    )
+                ]
+            for key in pinned:
+                self.tables.get(*key)
+            log.info("warmed: lineage graph and %d Delta versions", len(pinned))
+        except Exception:  # never fatal: requests load the same things on demand
+            log.warning("warming the service failed; requests will load on demand", exc_info=True)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _page(self, s: Session, query: Select, limit: int | None, offset: int, convert: Any) -> dict[str, Any]:
+        limit = self.settings.api_page_limit if limit is None else limit
+        if not 1 <= limit <= MAX_LIMIT or offset < 0:
+            raise BadRequest(f"limit must be 1-{MAX_LIMIT} and offset >= 0 (got limit={limit}, offset={offset})")
+        total = s.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
+        items = [convert(s, row) for row in s.scalars(query.limit(limit).offset(offset))]
+        return {"items": items, "total": total, "limit": limit, "offset": offset}
+
+    @staticmethod
+    def _dataset(s: Session, name: str) -> Dataset:
+        ds = s.scalars(select(Dataset).where(Dataset.name == name)).first()
+        if ds is None:
+            raise NotFound(f"dataset {name!r} does not exist")
+        return ds
+
+    @staticmethod
+    def _version(s: Session, name: str, version: int | None) -> DatasetVersion:
+        query = select(DatasetVersion).join(Dataset).where(Dataset.name == name)
+        if version is not None:
+            query = query.where(DatasetVersion.version == version)
+        dv = s.scalars(query.order_by(DatasetVersion.version.desc()).limit(1)).first()
+        if dv is None:
+            what = f"version {version} of dataset {name!r}" if version is not None else f"dataset {name!r}"
+            raise NotFound(f"{what} does not exist" + ("" if version is None else " (or it has no versions)"))
+        return dv
+
+    @staticmethod
+    def _dataset_out(s: Session, ds: Dataset) -> Any:
+        latest = s.scalar(select(func.max(DatasetVersion.version)).where(DatasetVersion.dataset_id == ds.id))
+        count = s.scalar(select(func.count()).where(DatasetVersion.dataset_id == ds.id)) or 0
+        return S.DatasetOut.model_validate({**_columns(ds), "latest_version": latest, "version_count": count})
+
+    @staticmethod
+    def _version_out(s: Session, dv: DatasetVersion) -> Any:
+        refs = s.scalars(select(Release).where(Release.dataset_version_id == dv.id).order_by(Release.id))
+        return S.VersionOut.model_validate(
+            {**_columns(dv), "dataset": dv.dataset.name, "releases": [r.ref for r in refs]}
+        )
+
+    @staticmethod
+    def _release_out(_s: Session | None, r: Release) -> Any:
+        dv = r.dataset_version
+        return S.ReleaseOut.model_validate(
+            {
+                **_columns(r),
+                "ref": r.ref,
+                "dataset": dv.dataset.name,
+                "dataset_version": dv.version,
+                "row_count": dv.row_count,
+            }
+        )
+
+    # -- datasets -----------------------------------------------------------------------------
+    def list_datasets(
+        self, limit: int | None = None, offset: int = 0, *, tag: str | None = None, owner: str | None = None
+    ) -> S.Page[Any]:
+        with self.catalog.session() as s:
+            query = select(Dataset).order_by(Dataset.name)
+            if owner is not None:
+                query = query.where(Dataset.owner == owner)
+            if tag is None:
+                return S.Page[S.DatasetOut].model_validate(self._page(s, query, limit, offset, self._dataset_out))
+            # tags are a JSON list: filtered in Python, portable across SQLite and PostgreSQL (datasets are few)
+            tagged = [d.id for d in s.scalars(query) if tag in (d.tags or [])]
+            return S.Page[S.DatasetOut].model_validate(
+                self._page(s, query.where(Dataset.id.in_(tagged)), limit, offset, self._dataset_out)
+            )
+
+    def get_dataset(self, name: str) -> Any:
+        with self.catalog.session() as s:
+            return self._dataset_out(s, self._dataset(s, name))
+
+    def update_dataset(self, name: str, update: S.DatasetUpdate | dict[str, Any]) -> Any:
+        changes = S.DatasetUpdate.model_validate(update).model_dump(exclude_unset=True, exclude_none=True)
+        with self.catalog.session() as s:
+            ds = self._dataset(s, name)
+            for key, value in changes.items():
+                setattr(ds, key, value)
+            s.flush()
+            return self._dataset_out(s, ds)
+
+    def list_versions(self, name: str, limit: int | None = None, offset: int = 0) -> S.Page[Any]:
+        with self.catalog.session() as s:
+            ds = self._dataset(s, name)
+            query = select(DatasetVersion).where(DatasetVersion.dataset_id == ds.id).order_by(DatasetVersion.version)
+            return S.Page[S.VersionOut].model_validate(self._page(s, query, limit, offset, self._version_out))
+
+    def get_version(self, name: str, version: int) -> Any:
+        with self.catalog.session() as s:
+            return self._version_out(s, self._version(s, name, version))
+
+    # -- diffs --------------------------------------------------------------------------------
+    def _resolve(self, s: Session, ref: str) -> tuple[DatasetVersion, S.VersionRef]:
+        """``NAME@TAG`` (a release), ``DATASET:vN`` / ``DATASET:N`` (a version) or ``DATASET`` (its latest)."""
+        if "@" in ref:
+            rel = releases.get_release(s, ref)
+            dv = rel.dataset_version
+            return dv, S.VersionRef(ref=ref, dataset=dv.dataset.name, version=dv.version, release=rel.ref)
+        match = _VERSION_REF.match(ref)
+        if not match:
+            raise BadRequest(f"invalid reference {ref!r}: expected NAME@TAG, DATASET:vN or DATASET")
+        dv = self._version(s, match.group(1), int(match.group(2)) if match.group(2) else None)
+        return dv, S.VersionRef(ref=f"{dv.dataset.name}:v{dv.version}", dataset=dv.dataset.name, version=dv.version)
+
+    def diff(self, base: str, target: str) -> S.Diff:
+        with self.catalog.session() as s:
+            b, bref = self._resolve(s, base)
+            t, tref = self._resolve(s, target)
+            bkey, tkey = (b.tier, b.data_path, b.data_delta_version), (t.tier, t.data_path, t.data_delta_version)
+            bschema, tschema = b.schema, t.schema
+        rows = self.duck.rows(
+            """
+            WITH b AS (SELECT sample_id, source_dataset, content_hash FROM base_ds),
+                 t AS (SELECT sample_id, source_dataset, content_hash FROM target_ds)
+            SELECT coalesce(t.source_dataset, b.source_dataset) AS source,
+                   count(*) FILTER (WHERE b.sample_id IS NULL) AS added,
+                   count(*) FILTER (WHERE t.sample_id IS NULL) AS removed,
+                   count(*) FILTER (WHERE b.sample_id IS NOT NULL AND t.sample_id IS NOT NULL
+                                    AND b.content_hash <> t.content_hash) AS changed
+            FROM b FULL OUTER JOIN t ON b.sample_id = t.sample_id
+            GROUP BY 1 ORDER BY 1
+            """,
+            base_ds=self.tables.get(*bkey).dataset,
+            target_ds=self.tables.get(*tkey).dataset,
+        )
+        sources = [S.SourceDiff(**r) for r in rows if r["added"] or r["removed"] or r["changed"]]
+        return S.Diff(
+            base=bref,
+            target=tref,
+            added=sum(r.added for r in sources),
+            removed=sum(r.removed for r in sources),
+            changed=sum(r.changed for r in sources),
+            sources=sources,
+            schema_changes=schema_changes(bschema, tschema),
+        )
+
+    # -- runs ---------------------------------------------------------------------------------
+    def list_runs(
+        self,
+        limit: int | None = None,
+        offset: int = 0,
+        *,
+        dataset: str | None = None,
+        status: str | None = None,
+    ) -> S.Page[Any]:
+        with self.catalog.session() as s:
+            query = select(Run).order_by(Run.started_at.desc(), Run.id)
+            if dataset is not None:
+                query = query.where(Run.output_dataset == dataset)
+            if status is not None:
+                query = query.where(Run.status == status)
+            return S.Page[S.RunOut].model_validate(
+                self._page(s, query, limit, offset, lambda _s, r: S.RunOut.model_validate(r))
+            )
+
+    def get_run(self, run_id: str) -> Any:
+        with self.catalog.session() as s:
+            run = s.get(Run, run_id) if len(run_id) <= 36 else None
+            if run is None:
+                raise NotFound(f"run {run_id[:80]!r} does not exist")
+            return S.RunOut.model_validate(run)
+
+    # -- releases -----------------------------------------------------------------------------
+    def list_releases(
+        self,
+        limit: int | None = None,
+        offset: int = 0,
+        *,
+        name: str | None = None,
+        state: str | None = None,
+    ) -> S.Page[Any]:
+        with self.catalog.session() as s:
+            query = select(Release).order_by(Release.name, Release.tag)
+            if name is not None:
+                query = query.where(Release.name == name)
+            if state is not None:
+                query = query.where(Release.state == state)
+            return S.Page[S.ReleaseOut].model_validate(self._page(s, query, limit, offset, self._release_out))
+
+    def get_release(self, ref: str) -> Any:
+        with self.catalog.session() as s:
+            return self._release_out(s, releases.get_release(s, ref))
+
+    def create_release(self, body: S.ReleaseCreate | dict[str, Any], *, actor: str = "local") -> S.ReleaseResult:
+        """Publish (or, with ``draft``, only record) a release. Same content again: ``changed`` is False."""
+        req = S.ReleaseCreate.model_validate(body)
+        release, changed = releases.publish(
+            self.catalog,
+            self.settings,
+            f"{req.name}@{req.tag}",
+            dataset=req.dataset,
+            version=req.version,
+            created_by=actor,
+            draft=req.draft,
+        )
+        return S.ReleaseResult(release=self.get_release(release.ref), changed=changed)
+
+    def publish_release(self, ref: str, *, actor: str = "local") -> S.ReleaseResult:
+        release, changed = releases.publish_draft(self.catalog, self.settings, ref, created_by=actor)
+        return S.ReleaseResult(release=self.get_release(release.ref), changed=changed)
+
+    def deprecate_release(self, ref: str, reason: str = "", *, actor: str = "local") -> S.ReleaseResult:
+        release, changed = releases.deprecate(self.catalog, ref, reason=reason)
+        log.info("release %s deprecated by %s", ref, actor)
+        return S.ReleaseResult(release=self.get_release(release.ref), changed=changed)
+
+    def get_manifest(self, ref: str) -> dict[str, Any]:
+        with self.catalog.session() as s:
+            return dict(releases.get_release(s, ref).manifest)
+
+    def get_quality(self, ref: str) -> S.Quality:
+        quality = self.get_manifest(ref).get("quality") or {}
+        return S.Quality(release=ref, steps=quality.get("steps", []), quarantine=quality.get("quarantine", {}))
+
+    # -- sample lineage (DuckDB over the pinned Delta versions) ---------------------------------
+    def sample_lineage(
+        self, sample_id: str, *, dataset: str | None = None, include_text: bool = False
+    ) -> S.SampleLineage:
+        from lineage.service import samples
+
+        return samples.sample_lineage(self, check_sample_id(sample_id), dataset=dataset, include_text=include_text)
+
+    def why_not(self, sample_id: str, release: str) -> S.WhyNot:
+        from lineage.service import samples
+
+        return samples.why_not(self, check_sample_id(sample_id), release)
+
+    def source_releases(
+        self, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
+    ) -> S.SourceReleases:
+        from lineage.service import samples
+
+        return samples.source_releases(self, uri=uri, dataset=dataset, version=version)
+
+    # -- dataset-level lineage (OpenLineage) ----------------------------------------------------
+    def ingest_event(self, event: openlineage.RunEvent | dict[str, Any]) -> S.EventAccepted:
+        ev = event if isinstance(event, openlineage.RunEvent) else openlineage.RunEvent.model_validate(event)
+        with self.catalog.session() as s:
+            openlineage.ingest(s, ev)
+        return S.EventAccepted(
+            run_id=ev.run.runId,
+            event_type=ev.eventType,
+            job=openlineage.node_id("job", ev.job.namespace, ev.job.name),
+            inputs=len(ev.inputs),
+            outputs=len(ev.outputs),
+        )
+
+    def lineage_graph_json(self, node_id: str, depth: int = 20) -> bytes:
+        """The graph as JSON bytes (what the HTTP answer sends; assembled from cached pieces)."""
+        if not 0 <= depth <= 100:
+            raise BadRequest(f"depth must be 0-100, got {depth}")
+        with self.catalog.session() as s:
+            index = self.graph_cache.get(s)
+        start = index.resolve(node_id)
+        if start is None:
+            if not re.match(openlineage.NODE_ID_PATTERN, node_id, flags=re.DOTALL):
+                raise BadRequest(
+                    f"invalid nodeId {node_id[:200]!r}: expected dataset:NAMESPACE:NAME or job:NAMESPACE:NAME"
+                )
+            raise NotFound(f"node {node_id[:200]!r} is not in the lineage graph")
+        return index.subgraph_json(start, depth)
+
+    def lineage_graph(self, node_id: str, depth: int = 20) -> S.Graph:
+        return S.Graph.model_validate_json(self.lineage_graph_json(node_id, depth))
+
+    # -- tokens -------------------------------------------------------------------------------
+    def create_token(self, name: str, role: str = "reader", *, actor: str = "local") -> Any:
+        if role not in auth.ROLES:
+            raise BadRequest(f"unknown role {role!r}: use one of {', '.join(auth.ROLES)}")
+        body = S.TokenCreate(name=name, role=role)  # type: ignore[arg-type]
+        return self.tokens.create(body.name, body.role, created_by=actor)
+
+    def list_tokens(self) -> list[Any]:
+        return self.tokens.list()
+
+    def revoke_token(self, token_id: int) -> Any:
+        return self.tokens.revoke(token_id)
+
+    def health(self) -> S.Health:
+        from lineage.version import code_version
+
+        return S.Health(
+            status="ok", version=code_version(), database=self.catalog.dialect, auth_required=self.tokens.any_exist()
+        )
+
+
+def _columns(obj: Any) -> dict[str, Any]:
+    from sqlalchemy import inspect
+
+    return {c.key: getattr(obj, c.key) for c in inspect(type(obj)).column_attrs}
+
+
+def schema_changes(before: dict[str, Any], after: dict[str, Any]) -> list[S.SchemaChange]:
+    old = {f["name"]: f for f in before.get("fields", [])}
+    new = {f["name"]: f for f in after.get("fields", [])}
+    changes = [S.SchemaChange(field=n, change="added", after=new[n]) for n in new if n not in old]
+    changes += [S.SchemaChange(field=n, change="removed", before=old[n]) for n in old if n not in new]
+    for n in old.keys() & new.keys():
+        if old[n].get("type") != new[n].get("type"):
+            changes.append(S.SchemaChange(field=n, change="type_changed", before=old[n], after=new[n]))
+        elif old[n].get("nullable") != new[n].get("nullable"):
+            changes.append(S.SchemaChange(field=n, change="nullability_changed", before=old[n], after=new[n]))
+    return sorted(changes, key=lambda c: (c.field, c.change))

@@ -1,0 +1,59 @@
+"""Errors the service raises; the HTTP layer maps each to one status code (see ``api/errors.py``)."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Base class. ``status`` is the HTTP status the API answers with."""
+
+    status = 400
+
+
+class BadRequest(ServiceError, ValueError):
+    status = 400
+
+
+class Unauthorized(ServiceError):
+    status = 401
+
+
+class Forbidden(ServiceError, PermissionError):
+    status = 403
+
+
+class NotFound(ServiceError, LookupError):
+    status = 404
+
+
+class Conflict(ServiceError):
+    status = 409
+
+
+def status_for(exc: BaseException) -> int | None:
+    """The HTTP status for an error the service layer (or code it calls) raises; None = a bug (500)."""
+    from pydantic import ValidationError
+    from sqlalchemy.exc import DataError
+
+    from lineage.releases import ReleaseConflict, ReleaseError, ReleaseNotFound
+
+    if isinstance(exc, ServiceError):
+        return exc.status
+    if isinstance(exc, DataError):  # the database refused a value (e.g. a NUL character on PostgreSQL)
+        return 400
+    if isinstance(exc, ReleaseConflict):
+        return 409
+    if isinstance(exc, ReleaseNotFound | KeyError):
+        return 404
+    if isinstance(exc, ReleaseError | ValidationError | ValueError):
+        return 400
+    return None
+
+
+def message_for(exc: BaseException) -> str:
+    from sqlalchemy.exc import DataError
+
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, DataError):
+        return f"the catalog database refused a value: {str(exc.orig).splitlines()[0]}"
+    return str(exc)

@@ -1,0 +1,300 @@
+"""API schemas. Catalog resources are derived from the SQLAlchemy mapped dataclasses, so a new
+column shows up in the API (and its OpenAPI document) without a second edit; only computed fields
+and request bodies are written here by hand.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+import warnings
+from datetime import UTC, datetime
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+import sqlalchemy as sa
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+
+from lineage.catalog import models
+
+T = TypeVar("T")
+
+
+def _aware(value: datetime) -> datetime:
+    """SQLite drops the zone of stored times; every time in the catalog is UTC."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_aware)]
+
+
+def _python_type(annotation: Any) -> Any:
+    if annotation is datetime:
+        return UtcDatetime
+    args = typing.get_args(annotation)
+    if args and type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        return _python_type(inner[0]) | None if len(inner) == 1 else annotation
+    return annotation
+
+
+def derive(
+    cls: type[models.Base],
+    name: str,
+    *,
+    exclude: tuple[str, ...] = (),
+    extra: dict[str, Any] | None = None,
+    doc: str | None = None,
+) -> type[BaseModel]:
+    """A pydantic model with one field per mapped column of ``cls`` (types from its ``Mapped[...]``
+    annotations), minus ``exclude``, plus ``extra`` computed fields (``name: (type, default)``)."""
+    hints = typing.get_type_hints(cls, vars(models))
+    fields: dict[str, Any] = {}
+    for column in sa.inspect(cls).column_attrs:
+        if column.key in exclude:
+            continue
+        (annotation,) = typing.get_args(hints[column.key])  # Mapped[X] -> X
+        fields[column.key] = (_python_type(annotation), ...)
+    fields.update(extra or {})
+    with warnings.catch_warnings():  # a column named "schema" shadows BaseModel.schema (deprecated): harmless
+        warnings.simplefilter("ignore", UserWarning)
+        model = create_model(name, __config__=ConfigDict(from_attributes=True), **fields)
+    model.__doc__ = doc or (cls.__doc__ or "").strip() or name
+    return model
+
+
+DatasetOut = derive(
+    models.Dataset,
+    "Dataset",
+    extra={"latest_version": (int | None, None), "version_count": (int, 0)},
+    doc="A dataset: owner, licence, description, tags, and its version count.",
+)
+VersionOut = derive(
+    models.DatasetVersion,
+    "DatasetVersion",
+    exclude=("dataset_id",),
+    extra={"dataset": (str, ...), "releases": (list[str], [])},
+    doc="One immutable version of a dataset: the Delta versions it pins, row count and schema.",
+)
+RunOut = derive(models.Run, "Run")
+ReleaseOut = derive(
+    models.Release,
+    "Release",
+    exclude=("manifest",),
+    extra={"ref": (str, ...), "dataset": (str, ...), "dataset_version": (int, ...), "row_count": (int, 0)},
+    doc="A release NAME@TAG pinned to one dataset version (its manifest is a sub-resource).",
+)
+TokenOut = derive(models.ApiToken, "Token", exclude=("token_hash",), doc="An API token (the secret is never shown).")
+TokenCreated = create_model(
+    "TokenCreated", __base__=TokenOut, token=(str, Field(description="The bearer token. Shown once; keep it."))
+)
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a list; ask for the next with ``offset = offset + limit`` while ``offset < total``."""
+
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+# -- request bodies ---------------------------------------------------------------------------
+Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]  # no NUL: PostgreSQL text cannot hold it
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+Name = Annotated[str, Field(pattern=_NAME, max_length=128)]
+
+
+class DatasetUpdate(BaseModel):
+    """Metadata users edit; fields left out are unchanged."""
+
+    model_config = ConfigDict(extra="forbid")
+    description: Text | None = Field(default=None, max_length=100_000)
+    owner: Text | None = Field(default=None, max_length=200)
+    license: Text | None = Field(default=None, max_length=200)
+    tags: list[Annotated[Text, Field(max_length=200)]] | None = Field(default=None, max_length=100)
+
+
+class ReleaseCreate(BaseModel):
+    """Pin a dataset version as NAME@TAG. ``draft`` records it without publishing."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Name
+    tag: Name
+    dataset: Name | None = Field(default=None, description="Dataset to release (default: name).")
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="Dataset version (default: latest).")
+    draft: bool = False
+
+
+class Deprecation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: Text = Field(default="", max_length=2000)
+
+
+class TokenCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Text = Field(min_length=1, max_length=200)
+    role: Literal["reader", "writer", "admin"] = "reader"
+
+
+class ReleaseResult(BaseModel):
+    release: ReleaseOut  # type: ignore[valid-type]
+    changed: bool = Field(description="False when the request was a no-op (same content already published).")
+
+
+# -- computed answers -------------------------------------------------------------------------
+class SchemaChange(BaseModel):
+    field: str
+    change: Literal["added", "removed", "type_changed", "nullability_changed"]
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+
+
+class SourceDiff(BaseModel):
+    source: str = Field(description="The samples' source dataset.")
+    added: int
+    removed: int
+    changed: int = Field(description="Same sample id, different content hash.")
+
+
+class VersionRef(BaseModel):
+    ref: str
+    dataset: str
+    version: int
+    release: str | None = None
+
+
+class Diff(BaseModel):
+    """What changed from ``base`` to ``target``: samples per source, and the schema."""
+
+    base: VersionRef
+    target: VersionRef
+    added: int
+    removed: int
+    changed: int
+    sources: list[SourceDiff]
+    schema_changes: list[SchemaChange]
+
+
+class Quality(BaseModel):
+    """For now the manifest's ``quality`` section: per-step verdict counts and quarantine counts."""
+
+    release: str
+    steps: list[dict[str, Any]]
+    quarantine: dict[str, Any]
+
+
+class SampleSource(BaseModel):
+    dataset: str | None = None
+    version: int | None = None
+    uri: str | None = None
+    path: str | None = None
+    row: int | None = None
+    offset: int | None = None
+
+
+class LineageRecord(BaseModel):
+    step: int
+    operator: str
+    operator_version: str
+    verdict: str
+    reason: str | None = None
+    related_ids: list[str] | None = None
+    detail: dict[str, Any] | None = None
+    run_id: str
+
+
+class DuplicateInfo(BaseModel):
+    method: str | None = None
+    cluster_id: str | None = None
+    kept_id: str | None = None
+    jaccard: float | None = None
+    cluster_size: int | None = None
+
+
+class VersionLineage(BaseModel):
+    dataset: str
+    version: int
+    run_id: str
+    in_output: bool
+    releases: list[str] = Field(description="Releases of this version (so: containing the sample if in_output).")
+    records: list[LineageRecord]
+    duplicate: DuplicateInfo | None = None
+
+
+class SampleLineage(BaseModel):
+    """A sample's whole history: source file and row, every operator's verdict, its duplicate cluster."""
+
+    sample_id: str
+    found: bool
+    source: SampleSource | None = None
+    duplicate: DuplicateInfo | None = Field(default=None, description="Its duplicate cluster and the kept sample.")
+    versions: list[VersionLineage] = []
+    sample: dict[str, Any] | None = Field(default=None, description="The sample row (text only if asked for).")
+
+
+class WhyNot(BaseModel):
+    """Why a sample is (not) in a release."""
+
+    sample_id: str
+    release: str
+    in_release: bool
+    cause: Literal["in_release", "dropped", "not_an_input", "unknown_sample"]
+    explanation: str
+    step: int | None = None
+    operator: str | None = None
+    reason: str | None = None
+    duplicate: DuplicateInfo | None = None
+    kept_in_release: bool | None = Field(default=None, description="For a duplicate: is the kept sample in it?")
+    found_in: list[VersionRef] = Field(default=[], description="Dataset versions whose output does hold the sample.")
+
+
+class SourceRelease(BaseModel):
+    release: str
+    state: str
+    dataset: str
+    version: int
+    samples: int
+
+
+class SourceReleases(BaseModel):
+    """Which releases contain samples of a source (a file URI or a dataset version), and how many."""
+
+    source: str
+    releases: list[SourceRelease]
+
+
+class EventAccepted(BaseModel):
+    run_id: str
+    event_type: str
+    job: str
+    inputs: int
+    outputs: int
+
+
+class GraphEdge(BaseModel):
+    origin: str
+    destination: str
+
+
+class GraphNode(BaseModel):
+    id: str
+    type: Literal["DATASET", "JOB"]
+    data: dict[str, Any]
+    inEdges: list[GraphEdge]  # noqa: N815 (Marquez's field names)
+    outEdges: list[GraphEdge]  # noqa: N815
+
+
+class Graph(BaseModel):
+    """Marquez's lineage graph shape."""
+
+    graph: list[GraphNode]
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+    database: str
+    auth_required: bool
+
+
+_NODE_ID = re.compile(r"^(dataset|job):(.+)$")

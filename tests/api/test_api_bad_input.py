@@ -1,0 +1,93 @@
+"""Malformed bodies and ids get a 4xx with a message, never a 5xx; and `lineage serve` really serves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.api.conftest import ServerThread, World
+from tests.fixtures_postgres import free_port
+
+BAD_REQUESTS = [
+    ("GET", "/api/v1/datasets?limit=0", None),
+    ("GET", "/api/v1/datasets?limit=abc", None),
+    ("GET", "/api/v1/datasets?offset=-1", None),
+    ("GET", "/api/v1/datasets?limt=5", None),  # misspelt: refused, not ignored
+    ("GET", "/api/v1/datasets?owner=a%00b", None),
+    ("GET", "/api/v1/runs/a%00b", None),
+    ("GET", "/api/v1/datasets/bad%20name", None),
+    ("GET", "/api/v1/datasets/clean/versions/0", None),
+    ("GET", "/api/v1/datasets/clean/versions/x", None),
+    ("GET", "/api/v1/datasets/clean/versions/99999999999999999999", None),
+    ("GET", "/api/v1/runs/" + "x" * 100, None),
+    ("GET", "/api/v1/diff?base=clean", None),
+    ("GET", "/api/v1/diff?base=clean@&target=clean", None),
+    ("GET", "/api/v1/releases/clean/v%20x", None),
+    ("GET", "/api/v1/samples/%00/lineage", None),
+    ("GET", "/api/v1/samples/abc/why-not", None),
+    ("GET", "/api/v1/samples/abc/why-not?release=nope", None),
+    ("GET", "/api/v1/sources/releases", None),
+    ("GET", "/api/v1/lineage?nodeId=nothing", None),
+    ("GET", "/api/v1/lineage?nodeId=dataset:a:b&depth=-1", None),
+    ("POST", "/api/v1/releases", b"{"),
+    ("POST", "/api/v1/releases", b'{"name": "clean"}'),
+    ("POST", "/api/v1/releases", b'{"name": "../etc", "tag": "x"}'),
+    ("POST", "/api/v1/releases", b'{"name": "clean", "tag": "x", "version": "one"}'),
+    ("POST", "/api/v1/releases", b'{"name": "clean", "tag": "x", "surprise": 1}'),
+    ("POST", "/api/v1/releases", b"[]"),
+    ("POST", "/api/v1/releases/clean/v1/deprecate", b'{"reason": 5}'),
+    ("PATCH", "/api/v1/datasets/clean", b'{"tags": "not-a-list"}'),
+    ("PATCH", "/api/v1/datasets/clean", b"\xff\xfe"),
+    ("PATCH", "/api/v1/datasets/clean", b'{"owner": "a\\u0000b"}'),
+    ("POST", "/api/v1/lineage", b'{"eventTime": "2026-01-01T00:00:00Z"}'),
+    ("POST", "/api/v1/tokens", b'{"name": "", "role": "god"}'),
+    ("DELETE", "/api/v1/tokens/0", None),
+]
+
+
+def test_bad_input_is_refused_with_a_message(server: ServerThread, world: World) -> None:
+    with httpx.Client(base_url=server.url) as http:
+        for method, path, body in BAD_REQUESTS:
+            response = http.request(method, path, content=body, headers={"content-type": "application/json"})
+            assert 400 <= response.status_code < 500, (method, path, response.status_code, response.text)
+            assert response.json()["detail"], (method, path)
+
+
+@pytest.mark.timeout(120)
+def test_lineage_serve_starts_uvicorn_on_loopback(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).parents[2])}
+    env.pop("LINEAGE_CATALOG_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lineage", "serve", "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=2)
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(
+                        f"lineage serve did not start: {proc.stdout.read() if proc.stdout else ''}"
+                    ) from None
+                time.sleep(0.2)
+        assert health.json()["auth_required"] is False and health.json()["database"] == "sqlite"
+        docs = httpx.get(f"http://127.0.0.1:{port}/openapi.json").json()
+        assert "/api/v1/samples/{sample_id}/lineage" in docs["paths"]
+        assert httpx.get(f"http://127.0.0.1:{port}/api/v1/datasets").json()["total"] == 0
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=20)
+    assert "single-user mode" in out

@@ -1,0 +1,120 @@
+"""The catalog schema comes from Alembic migrations, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table, Text, create_engine, inspect, text
+
+from lineage.catalog import Catalog, Dataset
+from lineage.catalog.db import MIGRATIONS_DIR
+from lineage.catalog.migrations import HEAD
+from lineage.catalog.models import Base
+from tests.api.conftest import BACKENDS, make_settings
+
+
+def test_head_constant_matches_the_migration_scripts() -> None:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert ScriptDirectory.from_config(cfg).get_current_head() == HEAD
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fresh_catalog_is_migrated_to_head_and_matches_the_models(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = make_settings(tmp_path, backend, request).catalog_url or ""
+    catalog = Catalog(url)
+    with catalog.engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == HEAD
+        # the migrations produce exactly the models' schema: no difference left for autogenerate
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+    again = Catalog(url)  # opening again is a no-op
+    with again.session() as s:
+        s.add(Dataset(name="d", tier="local"))
+    catalog.dispose()
+    again.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_catalog_from_before_migrations_is_stamped_and_upgraded(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A catalog made by the old ``create_all`` keeps its rows and gains the new tables and columns."""
+    url = make_settings(tmp_path, backend, request).catalog_url or ""
+    old = MetaData()
+    Table(
+        "datasets",
+        old,
+        Column("id", Integer, primary_key=True),
+        Column("name", String(200), unique=True, nullable=False),
+        Column("tier", String(100), nullable=False),
+        Column("description", Text, nullable=False),
+        Column("owner", String(200), nullable=False),
+        Column("license", String(200), nullable=False),
+        Column("tags", JSON, nullable=False),
+        Column("created_at", DateTime(timezone=True), nullable=False),
+    )
+    for name in ("runs", "dataset_versions"):
+        Table(name, old, Column("id", Integer, primary_key=True))
+    Table(
+        "releases",
+        old,
+        Column("id", Integer, primary_key=True),
+        Column("state", String(20)),
+        Column("deprecated_at", DateTime(timezone=True)),
+    )
+    (tmp_path / "home").mkdir(exist_ok=True)
+    engine = create_engine(url)
+    old.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(
+            old.tables["datasets"].insert(),
+            {
+                "name": "kept",
+                "tier": "local",
+                "description": "",
+                "owner": "o",
+                "license": "",
+                "tags": [],
+                "created_at": datetime.now(UTC),
+            },
+        )
+    engine.dispose()
+    catalog = Catalog(url)
+    tables = set(inspect(catalog.engine).get_table_names())
+    assert {"api_tokens", "lineage_events", "lineage_nodes", "lineage_edges", "alembic_version"} <= tables
+    assert "deprecation_reason" in {c["name"] for c in inspect(catalog.engine).get_columns("releases")}
+    with catalog.session() as s:
+        assert [d.name for d in s.query(Dataset)] == ["kept"]
+    catalog.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_processes_opening_a_new_catalog_at_once_all_succeed(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Several processes (CLI, server, runners) may open a fresh catalog together: exactly one migrates."""
+    import os
+    import subprocess
+    import sys
+
+    url = make_settings(tmp_path, backend, request).catalog_url or ""
+    code = "import sys; from lineage.catalog import Catalog; Catalog(sys.argv[1]).dispose()"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, url], env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+    catalog = Catalog(url)
+    with catalog.engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [HEAD]
+    catalog.dispose()
