@@ -7,6 +7,15 @@ runtime) is timed separately from the run, and docs/s counts the run only. All e
 produce the same release (same row count and content hash of the sorted data).
 
 Usage: python benchmarks/engines.py [--copies 16] [--engines local,spark,ray] [--cpus 2]
+
+Measured 2026-11-30 on the 2-core development machine (shared, load 2-5), 1,018,896 documents,
+440,329 in the release on every engine:
+
+engine | start-up s | run s | docs/s | run vs local
+---|---:|---:|---:|---:
+local | 0.0 | 85.6 | 11,899 | 1.00x
+spark (local[2]) | 3.9 | 202.1 | 5,041 | 2.36x
+ray (2 CPUs) | 2.9 | 64.4 | 15,820 | 0.75x
 """
 
 from __future__ import annotations
