@@ -7,6 +7,7 @@ shares these two. Import the fixtures into a test module (or a conftest) to use 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,7 +42,9 @@ def ray_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
     from pipelines.engines.ray import ray_runtime as start
 
-    created = start(_runtime_settings(tmp_path_factory.mktemp("ray-home")))
+    settings = _runtime_settings(tmp_path_factory.mktemp("ray-home"))
+    created = start(settings)
     yield None
     if created:
         ray.shutdown()
+        shutil.rmtree(settings.engine.ray_temp_dir or "", ignore_errors=True)

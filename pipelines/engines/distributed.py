@@ -26,9 +26,11 @@ import math
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pyarrow as pa
 
+import pipelines
 from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings
 from operators.base import ClusterOperator, GroupOperator
@@ -253,6 +255,11 @@ class DistributedEngine(Engine):
         task = WriteSorted(self.settings, out, schema, keys)
         parts = self._partitions(rows, self.settings.parquet_file_rows)
         return Collected.of(self.run_sorted(tier, paths, schema, keys, parts, task)).relative(out)
+
+
+def project_path() -> str:
+    """The folder holding this project's packages, so local Python workers import the same code."""
+    return str(Path(pipelines.__file__).resolve().parent.parent)
 
 
 def _remove(tier: Tier, relative: str) -> None:

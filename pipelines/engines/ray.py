@@ -30,10 +30,9 @@ from pipelines.engines.cluster import (
     ClusterGroups,
     with_node_key,
 )
-from pipelines.engines.distributed import DistributedEngine
+from pipelines.engines.distributed import DistributedEngine, project_path
 from pipelines.engines.ray_components import connected_components as components_on_ray
 from pipelines.engines.ray_shuffle import FileInput, boundaries, shuffle
-from pipelines.engines.spark import project_path
 from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
 from storage.tier import Tier
 

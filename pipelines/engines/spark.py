@@ -12,14 +12,12 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
-import pipelines
 from lineage.settings import Settings
 from pipelines import components
 from pipelines.engines.cluster import (
@@ -33,7 +31,7 @@ from pipelines.engines.cluster import (
     ClusterGroups,
     with_node_key,
 )
-from pipelines.engines.distributed import DistributedEngine
+from pipelines.engines.distributed import DistributedEngine, project_path
 from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
 from storage.tier import Tier
 
@@ -45,11 +43,6 @@ _LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",
     "spark.driver.memory": "2g",
 }
-
-
-def project_path() -> str:
-    """The folder holding this project's packages, so local Python workers import the same code."""
-    return str(Path(pipelines.__file__).resolve().parent.parent)
 
 
 def spark_session(settings: Settings) -> tuple[SparkSession, bool]:
