@@ -93,13 +93,8 @@ class DistributedEngine(Engine):
         keep: bool,
         partitions: int,
         task: Callable[..., pa.Table],
-        id_count: int | None = None,
     ) -> list[pa.Table]:
-        """Rows whose ``sample_id`` is (``keep``) or is not in the ``ids`` files, streamed through ``task``.
-
-        ``id_count`` (how many ids there are) lets an engine send a small id set to every task
-        instead of shuffling the rows.
-        """
+        """Rows whose ``sample_id`` is (``keep``) or is not in the ``ids`` files, streamed through ``task``."""
 
     @abstractmethod
     def run_cluster(
@@ -192,9 +187,7 @@ class DistributedEngine(Engine):
             job.progress(f"step{seg.group.index}.{op.name}", rows)
             maps = Maps(job.run_id, s, f"s{number}", seg.maps, survivors, lineage)
             gone = decided.paths(dropped)
-            count = decided.rows[dropped.path]
-            mapped = self.run_filtered(tier, sample_files, SAMPLE_SCHEMA, gone, False, parts, maps, count)
-            mapped = Collected.of(mapped)
+            mapped = Collected.of(self.run_filtered(tier, sample_files, SAMPLE_SCHEMA, gone, False, parts, maps))
             lineage_files += mapped.paths(lineage)
             lineage_rows += mapped.rows[lineage.path]
             sample_files, rows = mapped.paths(survivors), mapped.rows[survivors.path]
@@ -248,7 +241,7 @@ class DistributedEngine(Engine):
         kept = Table(tier, f"{staging}/signatures", "parts")
         task = WriteRows(self.settings, kept, op.sketch_schema, "kept")
         parts = self._partitions(rows, self.settings.group_partition_rows)
-        written = self.run_filtered(tier, sketch_files, op.sketch_schema, samples, True, parts, task, rows)
+        written = self.run_filtered(tier, sketch_files, op.sketch_schema, samples, True, parts, task)
         files = Collected.of(written).paths(kept)
         return self._write_sorted(tier, files, rows, op.sketch_schema, SORT_KEYS_DATA, job.signatures)
 

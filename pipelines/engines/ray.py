@@ -202,7 +202,6 @@ class RayEngine(DistributedEngine):
         keep: bool,
         partitions: int,
         task: Callable[..., pa.Table],
-        id_count: int | None = None,
     ) -> list[pa.Table]:
         if not ids:
             return [] if keep else self.run_map(tier, rows, schema, task)

@@ -69,7 +69,6 @@ def spark_session(settings: Settings) -> tuple[SparkSession, bool]:
 
 
 _MANIFEST = from_arrow_schema(MANIFEST_SCHEMA)
-BROADCAST_IDS = 2_000_000  # up to ~80 MB of ids are broadcast to every task rather than shuffled with the rows
 
 
 def _per_partition(task: Callable[..., pa.Table]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -180,17 +179,13 @@ class SparkEngine(DistributedEngine):
         keep: bool,
         partitions: int,
         task: Callable[..., pa.Table],
-        id_count: int | None = None,
     ) -> list[pa.Table]:
         if keep and not ids:
             return []
         frame = self._files(tier, rows, schema)
         if ids:
             how = "left_semi" if keep else "left_anti"
-            listed = self._files(tier, ids, DROPPED_SCHEMA)
-            if id_count is not None and id_count <= BROADCAST_IDS:  # ship the ids, not the samples
-                listed = F.broadcast(listed)
-            frame = frame.join(listed, on="sample_id", how=how)
+            frame = frame.join(self._files(tier, ids, DROPPED_SCHEMA), on="sample_id", how=how)
         return self._manifests(frame.mapInArrow(_per_partition(task), _MANIFEST))
 
     def run_cluster(
