@@ -8,14 +8,14 @@ produce the same release (same row count and content hash of the sorted data).
 
 Usage: python benchmarks/engines.py [--copies 16] [--engines local,spark,ray] [--cpus 2]
 
-Measured 2026-11-30 on the 2-core development machine (shared, load 2-5), 1,018,896 documents,
-440,329 in the release on every engine:
+Measured 2026-11-30 on the 2-core development machine (shared with other jobs, load 2-5),
+1,018,896 documents, 440,329 in the release on every engine, two runs of the same code:
 
 engine | start-up s | run s | docs/s | run vs local
 ---|---:|---:|---:|---:
-local | 0.0 | 85.6 | 11,899 | 1.00x
-spark (local[2]) | 3.9 | 202.1 | 5,041 | 2.36x
-ray (2 CPUs) | 2.9 | 64.4 | 15,820 | 0.75x
+local | 0.0 | 89.2 / 85.6 | 11,419 / 11,899 | 1.00x
+spark (local[2]) | 3.9 / 3.9 | 173.0 / 202.1 | 5,889 / 5,041 | 1.94x / 2.36x
+ray (2 CPUs) | 3.9 / 2.9 | 88.5 / 64.4 | 11,519 / 15,820 | 0.99x / 0.75x
 """
 
 from __future__ import annotations
