@@ -39,6 +39,9 @@ class EngineConfig(BaseModel):
     spark_master: str = "local[*]"
     spark_conf: dict[str, str] = Field(default_factory=dict)
     ray_address: str | None = None  # None starts a local runtime
+    ray_num_cpus: int | None = None  # local runtime only; None = all cores
+    ray_temp_dir: str | None = None  # local runtime only; None = /tmp/lineage-ray-<uid> (short: socket paths)
+    ray_runtime_env: dict[str, Any] = Field(default_factory=dict)  # e.g. {"working_dir": ...} for a cluster
 
 
 class PlacementPolicy(BaseModel):

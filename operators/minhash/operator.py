@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from operators.base import ClusterOperator
 from operators.minhash.dedupe import dedupe, dedupe_incremental, published_candidates
@@ -50,6 +51,11 @@ class MinHashDedupe(ClusterOperator):
         published: pa.Table | None = None,
         fetch_texts: Callable[[pa.Array], pa.ChunkedArray] | None = None,
     ) -> pa.RecordBatch:
+        # Bucket stars are centred on the first row of each bucket: put rows in sample_id order so
+        # decisions do not depend on how an engine ordered or partitioned the samples.
+        order = pc.sort_indices(sketches.column("sample_id"))
+        sketches = sketches.take(order)
+        texts = texts.take(order) if texts is not None else None
         if published is None or published.num_rows == 0:
             decisions = dedupe(sketches, self.params_, texts)
         else:

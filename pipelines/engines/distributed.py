@@ -1,0 +1,278 @@
+"""The plan both cluster engines run; Spark and Ray differ only in how rows reach tasks.
+
+A job becomes a few stages, each a distributed action whose tasks write Parquet files and return
+manifests (see :mod:`pipelines.engines.tasks`):
+
+1. ingest: one work item (raw file, or Parquet file of an input Delta version) per task, then the
+   first fused map segment; samples and lineage go to staging, quarantine to its table;
+2. per group step: shuffle the operator's ``columns`` by ``key`` so each task holds complete key
+   groups, decide; per cluster step (MinHash): sketch, bucket stars, distributed connected
+   components, then the operator's clustering per partition of complete components (see
+   :mod:`pipelines.engines.cluster`); then anti-join the dropped ids out of the samples and run
+   the next fused maps;
+3. final writes: data sorted by ``sample_id`` and lineage by ``(sample_id, step)``, globally
+   (range partitions, sorted within), each task writing its range into the run's subfolder;
+   after a cluster step, the sketches of the samples that reached the output, sorted likewise.
+
+Staging lives on the output tier (``_staging/run-<id>``), which every executor can reach, and is
+removed when the job ends. A failed job also removes what it wrote into the run's subfolders;
+nothing is committed by an engine either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from abc import abstractmethod
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+
+import pipelines
+from lineage.records import LINEAGE_SCHEMA
+from lineage.settings import Settings
+from operators.base import ClusterOperator, GroupOperator
+from operators.schema import SAMPLE_SCHEMA
+from pipelines.engines.base import Engine, Job, JobResult, TableTarget
+from pipelines.engines.cluster import TEXT_SCHEMA, Buckets, ClusterGroups, Sketch, WriteRows, bucket_column
+from pipelines.engines.tasks import (
+    Collected,
+    FileItem,
+    Group,
+    Ingest,
+    Maps,
+    SourceItem,
+    Table,
+    WriteSorted,
+)
+from pipelines.faults import checkpoint
+from pipelines.stages import Step, segments
+from storage.delta import version_files
+from storage.tier import Tier
+
+log = logging.getLogger(__name__)
+
+SORT_KEYS_DATA = ("sample_id",)
+SORT_KEYS_LINEAGE = ("sample_id", "step")
+
+
+class DistributedEngine(Engine):
+    """Runs the stage plan; subclasses provide the four data-movement primitives."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    # -- primitives an engine implements --------------------------------------------------------
+    @abstractmethod
+    def parallelism(self) -> int:
+        """How many tasks can run at once (cores of the cluster)."""
+
+    @abstractmethod
+    def run_items(self, count: int, task: Ingest) -> list[pa.Table]:
+        """Call ``task`` on batches of the ids ``0..count-1`` (column ``id``), spread over tasks."""
+
+    @abstractmethod
+    def run_groups(
+        self, tier: Tier, paths: list[str], schema: pa.Schema, key: str, partitions: int, task: Group
+    ) -> list[pa.Table]:
+        """Shuffle ``schema``'s columns of the files by ``key``; call ``task`` once per partition."""
+
+    @abstractmethod
+    def run_map(self, tier: Tier, paths: list[str], schema: pa.Schema, task: Callable[..., pa.Table]) -> list[pa.Table]:
+        """Call ``task`` on batches of ``schema``'s columns of the files."""
+
+    @abstractmethod
+    def run_filtered(
+        self,
+        tier: Tier,
+        rows: list[str],
+        schema: pa.Schema,
+        ids: list[str],
+        keep: bool,
+        partitions: int,
+        task: Callable[..., pa.Table],
+        id_count: int | None = None,
+    ) -> list[pa.Table]:
+        """Rows whose ``sample_id`` is (``keep``) or is not in the ``ids`` files, streamed through ``task``.
+
+        ``id_count`` (how many ids there are) lets an engine send a small id set to every task
+        instead of shuffling the rows.
+        """
+
+    @abstractmethod
+    def run_cluster(
+        self,
+        tier: Tier,
+        sketches: list[str],
+        sketch_schema: pa.Schema,
+        texts: list[str] | None,
+        partitions: int,
+        buckets: Buckets,
+        task: ClusterGroups,
+    ) -> list[pa.Table]:
+        """Bucket rows -> star edges -> connected components; then ``task`` per partition of complete
+        components, on sketch rows with a ``component`` column (and ``text`` from the ``texts`` files)."""
+
+    @abstractmethod
+    def run_sorted(
+        self, tier: Tier, paths: list[str], schema: pa.Schema, keys: tuple[str, ...], partitions: int, task: WriteSorted
+    ) -> list[pa.Table]:
+        """Globally sort the files' rows by ``keys`` and call ``task`` on contiguous sorted ranges."""
+
+    # -- the plan -------------------------------------------------------------------------------
+    def execute(self, job: Job) -> JobResult:
+        tier = job.data.tier
+        staging = f"_staging/{job.data.prefix}"
+        try:
+            return self._execute(job, tier, staging)
+        except BaseException:
+            for target in (job.data, job.lineage, job.quarantine, job.signatures):
+                if target is not None:
+                    _remove(target.tier, f"{target.table_path}/{target.prefix}")
+            raise
+        finally:
+            _remove(tier, staging)
+
+    def _partitions(self, rows: int, per_partition: int) -> int:
+        """At least one task per core for parallelism, more when partitions would be too big."""
+        return max(1, min(self.parallelism(), math.ceil(rows / 1000)), math.ceil(rows / per_partition))
+
+    def _execute(self, job: Job, tier: Tier, staging: str) -> JobResult:
+        s = self.settings
+        segs = segments(job.operators)
+        lineage = Table(tier, f"{staging}/lineage", "parts")
+        samples = Table(tier, f"{staging}/samples-0", "parts")
+        quarantine = Table(job.quarantine.tier, job.quarantine.table_path, job.quarantine.prefix)
+
+        items: list[SourceItem | FileItem] = [
+            SourceItem(i, row) for i, src in enumerate(job.sources) for row in range(src.chunks.num_rows)
+        ]
+        for ds in job.datasets:
+            table = Table(ds.tier, ds.table_path, "")
+            items += [FileItem(table, f["path"]) for f in version_files(ds.tier, ds.table_path, ds.delta_version)]
+        ingest = Ingest(
+            job.run_id,
+            s,
+            tuple((src.chunks, src.convert) for src in job.sources),
+            tuple(items),
+            segs[0].maps,
+            samples,
+            lineage,
+            quarantine,
+        )
+        done = Collected.of(self.run_items(len(items), ingest) if items else [])
+        stats: Counter[str] = done.stats
+        lineage_files, lineage_rows = done.paths(lineage), done.rows[lineage.path]
+        sample_files, rows = done.paths(samples), done.rows[samples.path]
+        job.progress("files", sum(src.chunks.num_rows for src in job.sources))
+        job.progress("records", rows + sum(v for k, v in stats.items() if k.startswith("quarantine.")))
+        log.info("%s: ingest wrote %d samples in %d files", self.name, rows, len(sample_files))
+
+        sketched: tuple[ClusterOperator, list[str]] | None = None
+        for number, seg in enumerate(segs[1:], start=1):
+            assert seg.group is not None
+            op = seg.group.operator
+            dropped = Table(tier, f"{staging}/dropped-{number}", "parts")
+            survivors = Table(tier, f"{staging}/samples-{number}", "parts")
+            if not sample_files:
+                break
+            parts = self._partitions(rows, s.group_partition_rows)
+            if isinstance(op, ClusterOperator):
+                decided, sketch_files = self._cluster(job, tier, staging, number, seg.group, sample_files, parts)
+                sketched = (op, sketch_files)
+            else:
+                assert isinstance(op, GroupOperator)
+                key_schema = pa.schema([SAMPLE_SCHEMA.field(c) for c in op.columns])
+                group = Group(job.run_id, s, seg.group, lineage, dropped)
+                decided = Collected.of(self.run_groups(tier, sample_files, key_schema, op.key, parts, group))
+            lineage_files += decided.paths(lineage)
+            lineage_rows += decided.rows[lineage.path]
+            job.progress(f"step{seg.group.index}.{op.name}", rows)
+            maps = Maps(job.run_id, s, f"s{number}", seg.maps, survivors, lineage)
+            gone = decided.paths(dropped)
+            count = decided.rows[dropped.path]
+            mapped = self.run_filtered(tier, sample_files, SAMPLE_SCHEMA, gone, False, parts, maps, count)
+            mapped = Collected.of(mapped)
+            lineage_files += mapped.paths(lineage)
+            lineage_rows += mapped.rows[lineage.path]
+            sample_files, rows = mapped.paths(survivors), mapped.rows[survivors.path]
+            log.info("%s: step %d (%s) left %d samples", self.name, seg.group.index, op.name, rows)
+
+        data = self._write_sorted(tier, sample_files, rows, SAMPLE_SCHEMA, SORT_KEYS_DATA, job.data)
+        checkpoint(f"{self.name}.data_written")
+        lineage_out = self._write_sorted(
+            tier, lineage_files, lineage_rows, LINEAGE_SCHEMA, SORT_KEYS_LINEAGE, job.lineage
+        )
+        signatures = self._signatures(job, tier, staging, sketched, sample_files, rows)
+        return JobResult(
+            data_files=data,
+            lineage_files=lineage_out,
+            quarantine_files=done.relative(quarantine),
+            signature_files=signatures,
+            stats=dict(stats),
+        )
+
+    def _cluster(
+        self, job: Job, tier: Tier, staging: str, number: int, step: Step, samples: list[str], parts: int
+    ) -> tuple[Collected, list[str]]:
+        """Sketch the samples, then cluster complete candidate components; (decisions, sketch files)."""
+        op = step.operator
+        assert isinstance(op, ClusterOperator)
+        if job.published:
+            raise NotImplementedError(f"{op.name} against published releases runs on the local engine only")
+        sketches = Table(tier, f"{staging}/sketches-{number}", "parts")
+        sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.settings, step, sketches)))
+        files = sketch_files.paths(sketches)
+        lineage = Table(tier, f"{staging}/lineage", "parts")
+        dropped = Table(tier, f"{staging}/dropped-{number}", "parts")
+        task = ClusterGroups(job.run_id, self.settings, step, lineage, dropped)
+        texts = samples if op.needs_texts else None
+        decided = self.run_cluster(tier, files, op.sketch_schema, texts, parts, Buckets(bucket_column(op)), task)
+        return Collected.of(decided), files
+
+    def _signatures(
+        self,
+        job: Job,
+        tier: Tier,
+        staging: str,
+        sketched: tuple[ClusterOperator, list[str]] | None,
+        samples: list[str],
+        rows: int,
+    ) -> list[str]:
+        """Sketches of the samples that made it to the output, for later incremental dedupes."""
+        if job.signatures is None or sketched is None or not sketched[1] or not samples:
+            return []
+        op, sketch_files = sketched
+        kept = Table(tier, f"{staging}/signatures", "parts")
+        task = WriteRows(self.settings, kept, op.sketch_schema, "kept")
+        parts = self._partitions(rows, self.settings.group_partition_rows)
+        written = self.run_filtered(tier, sketch_files, op.sketch_schema, samples, True, parts, task, rows)
+        files = Collected.of(written).paths(kept)
+        return self._write_sorted(tier, files, rows, op.sketch_schema, SORT_KEYS_DATA, job.signatures)
+
+    def _write_sorted(
+        self, tier: Tier, paths: list[str], rows: int, schema: pa.Schema, keys: tuple[str, ...], target: TableTarget
+    ) -> list[str]:
+        """Sort by the lookup key so row-group statistics make point lookups cheap."""
+        if not paths:
+            return []
+        out = Table(target.tier, target.table_path, target.prefix)
+        task = WriteSorted(self.settings, out, schema, keys)
+        parts = self._partitions(rows, self.settings.parquet_file_rows)
+        return Collected.of(self.run_sorted(tier, paths, schema, keys, parts, task)).relative(out)
+
+
+def project_path() -> str:
+    """The folder holding this project's packages, so local Python workers import the same code."""
+    return str(Path(pipelines.__file__).resolve().parent.parent)
+
+
+def _remove(tier: Tier, relative: str) -> None:
+    try:
+        tier.filesystem.delete_dir(tier.path(relative))
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # cleanup must not hide the job's own outcome
+        log.warning("could not remove %s: %s", tier.uri(relative), exc)

@@ -1,0 +1,303 @@
+"""Engine-neutral task bodies for the distributed engines (Spark and Ray).
+
+Each task takes Arrow data, calls the shared stage functions (:mod:`pipelines.stages`), writes
+Parquet part files through :class:`PartWriter` and returns a small *manifest* table: the files it
+wrote, row counts and counters. The driver only ever collects manifests, never samples, and reads
+files named in manifests (never by listing folders), so files left behind by a failed task
+attempt are ignored.
+
+Spark calls these through ``mapInArrow`` and Ray through ``map_batches``/``map_groups``; the
+engines only decide which rows reach which task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lineage.records import LINEAGE_SCHEMA, Verdict
+from lineage.settings import Settings
+from operators.convert import ConvertOperator
+from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
+from pipelines.arrow_util import conform
+from pipelines.parquet_out import PartWriter
+from pipelines.stages import Step, decide_groups, run_maps, run_source
+from storage.tier import Tier
+
+log = logging.getLogger(__name__)
+
+MANIFEST_SCHEMA = pa.schema(
+    [
+        pa.field("kind", pa.string(), nullable=False),  # "file" | "rows" | "stat"
+        pa.field("table", pa.string(), nullable=False),  # output or staging table; stat name for "stat"
+        pa.field("name", pa.string(), nullable=False),  # file path relative to ``table``
+        pa.field("value", pa.int64(), nullable=False),
+    ]
+)
+DROPPED_SCHEMA = pa.schema([pa.field("sample_id", pa.string(), nullable=False)])
+ITEM_COLUMN = "id"  # what spark.range and ray.data.range call their column
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table a task writes into: a folder on a tier, plus the subfolder for this run's parts."""
+
+    tier: Tier
+    path: str  # tier-relative table folder
+    prefix: str  # subfolder of the table holding this run's parts
+
+
+@dataclass(frozen=True)
+class SourceItem:
+    """One work item of the ingest stage: a raw file (chunk row) of a source."""
+
+    source: int  # index into Ingest.sources
+    row: int  # chunk row
+
+
+@dataclass(frozen=True)
+class FileItem:
+    """One work item of the ingest stage: a Parquet file of an input Delta version."""
+
+    table: Table
+    file: str  # relative to the table folder
+
+
+class Manifest:
+    """Writers and counters of one task call; :meth:`close` turns them into manifest rows."""
+
+    def __init__(self, settings: Settings, label: str) -> None:
+        self.settings, self.label = settings, label
+        self.writers: dict[str, PartWriter] = {}
+        self.rows: Counter[str] = Counter()
+        self.stats: Counter[str] = Counter()
+
+    def write(self, table: Table, schema: pa.Schema, batch: pa.RecordBatch | pa.Table) -> None:
+        key = f"{table.path}/{table.prefix}"
+        writer = self.writers.get(key)
+        if writer is None:
+            s = self.settings
+            writer = self.writers[key] = PartWriter(
+                table.tier,
+                table.path,
+                table.prefix,
+                schema,
+                file_rows=s.parquet_file_rows,
+                row_group_rows=s.parquet_row_group_rows,
+                part_label=self.label,
+            )
+        writer.write(batch)
+        self.rows[table.path] += batch.num_rows
+
+    def close(self) -> pa.Table:
+        rows: list[dict] = []
+        for writer in self.writers.values():
+            rows += [{"kind": "file", "table": writer.table_path, "name": f, "value": 0} for f in writer.close()]
+        rows += [{"kind": "rows", "table": t, "name": "", "value": n} for t, n in self.rows.items()]
+        rows += [{"kind": "stat", "table": k, "name": "", "value": v} for k, v in self.stats.items()]
+        return pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA)
+
+
+def _table(batches: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.Table:
+    if isinstance(batches, pa.Table):
+        return batches
+    if isinstance(batches, pa.RecordBatch):
+        return pa.Table.from_batches([batches])
+    return pa.Table.from_batches(list(batches))
+
+
+def _batches(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Stream batches whether a task got a table (Ray) or a partition's batch iterator (Spark)."""
+    if isinstance(data, pa.Table):
+        yield from data.to_batches()
+    elif isinstance(data, pa.RecordBatch):
+        yield data
+    else:
+        yield from data
+
+
+def _first(table: pa.Table, column: str) -> str:
+    return str(table.column(column)[0].as_py())
+
+
+@dataclass(frozen=True)
+class Ingest:
+    """Stage 0: read work items (raw files via convert, or input Delta files), then the first maps."""
+
+    run_id: str
+    settings: Settings
+    sources: tuple[tuple[pa.Table, ConvertOperator], ...]  # (chunk rows, convert) per source
+    items: tuple[SourceItem | FileItem, ...]
+    maps: tuple[Step, ...]
+    samples: Table
+    lineage: Table
+    quarantine: Table
+
+    def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
+        ids = _table(batch).column(ITEM_COLUMN).to_pylist()
+        if not ids:
+            return MANIFEST_SCHEMA.empty_table()
+        out = Manifest(self.settings, f"ingest-{ids[0]:06d}")
+        for i in ids:
+            item = self.items[i]
+            for samples in self._read(item, out) if isinstance(item, SourceItem) else self._read_file(item):
+                kept, lineage = run_maps(samples, self.maps, self.run_id)
+                for records in lineage:
+                    out.write(self.lineage, LINEAGE_SCHEMA, records)
+                out.write(self.samples, SAMPLE_SCHEMA, kept)
+        return out.close()
+
+    def _read(self, item: SourceItem, out: Manifest) -> Iterator[pa.RecordBatch]:
+        chunks, convert = self.sources[item.source]
+        chunk = chunks.slice(item.row, 1).to_batches()[0]
+        for res in run_source(convert, chunk, self.run_id):
+            out.write(self.lineage, LINEAGE_SCHEMA, res.lineage)
+            if res.quarantine is not None and res.quarantine.num_rows:
+                out.write(self.quarantine, QUARANTINE_SCHEMA, res.quarantine)
+                for v in pc.value_counts(res.quarantine.column("reason")).to_pylist():
+                    out.stats[f"quarantine.{v['values']}"] += v["counts"]
+            out.stats.update(res.stats)
+            yield res.samples
+
+    def _read_file(self, item: FileItem) -> Iterator[pa.RecordBatch]:
+        tier = item.table.tier
+        with tier.filesystem.open_input_file(tier.path(item.table.path, item.file)) as fh:
+            for batch in pq.ParquetFile(fh).iter_batches(batch_size=self.settings.batch_rows):
+                yield conform(batch, SAMPLE_SCHEMA)
+
+
+@dataclass(frozen=True)
+class ReadFiles:
+    """Read staged Parquet files (a column of tier paths) back as batches, optionally some columns."""
+
+    tier: Tier
+    schema: pa.Schema
+    batch_rows: int
+
+    def __call__(self, paths: Iterable[str]) -> Iterator[pa.RecordBatch]:
+        columns = self.schema.names
+        for path in paths:
+            with self.tier.filesystem.open_input_file(self.tier.path(path)) as fh:
+                for batch in pq.ParquetFile(fh).iter_batches(batch_size=self.batch_rows, columns=columns):
+                    yield conform(batch, self.schema)
+
+
+@dataclass(frozen=True)
+class Group:
+    """A group step over complete key groups: lineage records, and the ids of dropped samples."""
+
+    run_id: str
+    settings: Settings
+    step: Step
+    lineage: Table
+    dropped: Table
+
+    def __call__(self, batches: pa.Table | Iterable[pa.RecordBatch]) -> pa.Table:
+        table = _table(batches)
+        if table.num_rows == 0:
+            return MANIFEST_SCHEMA.empty_table()
+        columns = self.step.operator.columns  # type: ignore[attr-defined]
+        table = table.select(list(columns)).combine_chunks()
+        out = Manifest(self.settings, f"group{self.step.index}-{_first(table, 'sample_id')}")
+        decisions = decide_groups(self.step, table, self.run_id)
+        out.write(self.lineage, LINEAGE_SCHEMA, decisions)
+        dropped = decisions.filter(pc.equal(decisions.column("verdict"), Verdict.DROPPED.value))
+        out.write(self.dropped, DROPPED_SCHEMA, dropped.select(["sample_id"]))
+        return out.close()
+
+
+@dataclass(frozen=True)
+class Maps:
+    """Fused map steps over surviving samples; survivors and lineage go to staging."""
+
+    run_id: str
+    settings: Settings
+    stage: str
+    maps: tuple[Step, ...]
+    samples: Table
+    lineage: Table
+
+    def __call__(self, batches: pa.Table | Iterable[pa.RecordBatch]) -> pa.Table:
+        out: Manifest | None = None
+        for batch in _batches(batches):
+            if batch.num_rows == 0:
+                continue
+            batch = conform(batch, SAMPLE_SCHEMA)
+            if out is None:
+                out = Manifest(self.settings, f"{self.stage}-{batch.column('sample_id')[0].as_py()}")
+            kept, lineage = run_maps(batch, self.maps, self.run_id)
+            for records in lineage:
+                out.write(self.lineage, LINEAGE_SCHEMA, records)
+            out.write(self.samples, SAMPLE_SCHEMA, kept)
+        return out.close() if out is not None else MANIFEST_SCHEMA.empty_table()
+
+
+@dataclass(frozen=True)
+class WriteSorted:
+    """Write one sorted key range of a globally sorted table.
+
+    Files are named after the range's first key, so their lexical order is the sort order and the
+    names do not depend on task numbering.
+    """
+
+    settings: Settings
+    target: Table
+    schema: pa.Schema
+    keys: tuple[str, ...]
+
+    def label(self, batch: pa.RecordBatch) -> str:
+        parts = []
+        for key in self.keys:
+            value = batch.column(key)[0].as_py()
+            parts.append(f"{value:010d}" if isinstance(value, int) else str(value))
+        return "part-" + "-".join(parts)
+
+    def __call__(self, batches: pa.Table | Iterable[pa.RecordBatch]) -> pa.Table:
+        out: Manifest | None = None
+        for batch in _batches(batches):
+            if batch.num_rows == 0:
+                continue
+            if out is None:
+                out = Manifest(self.settings, self.label(batch))
+            out.write(self.target, self.schema, conform(batch, self.schema))
+        return out.close() if out is not None else MANIFEST_SCHEMA.empty_table()
+
+
+@dataclass
+class Collected:
+    """Manifests of one stage, summed on the driver."""
+
+    files: dict[str, list[str]]
+    rows: Counter[str]
+    stats: Counter[str]
+
+    @classmethod
+    def of(cls, manifests: Sequence[pa.Table]) -> Collected:
+        files: dict[str, list[str]] = {}
+        rows: Counter[str] = Counter()
+        stats: Counter[str] = Counter()
+        for m in manifests:
+            for r in m.to_pylist():
+                if r["kind"] == "file":
+                    files.setdefault(r["table"], []).append(r["name"])
+                elif r["kind"] == "rows":
+                    rows[r["table"]] += r["value"]
+                else:
+                    stats[r["table"]] += r["value"]
+        for names in files.values():
+            names.sort()
+        return cls(files, rows, stats)
+
+    def paths(self, table: Table) -> list[str]:
+        """Tier-relative paths of the files written into ``table``."""
+        return [f"{table.path}/{f}" for f in self.files.get(table.path, [])]
+
+    def relative(self, table: Table) -> list[str]:
+        """Files written into ``table``, relative to the table folder (what a Delta commit names)."""
+        return list(self.files.get(table.path, []))
