@@ -113,15 +113,21 @@ class ReleaseReader:
         return self.shard.samples
 
     def _read_window(self, blocks: tuple[Block, ...]) -> pa.Table:
-        """The window's row groups, decoded in parallel (Arrow releases the GIL while decoding)."""
-        handles = [self.files.parquet(b.file) for b in blocks]  # opens and verifies files in order
-        parts = list(
-            self._decoders.map(
-                lambda hb: hb[0].read_row_group(hb[1].row_group, columns=self.columns),
-                zip(handles, blocks, strict=True),
-            )
-        )
-        return pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0]
+        """The window's rows, in (file, row group) order.
+
+        Each file's row groups are read in one call (one Parquet handle is never used by two
+        threads at once); different files decode in parallel, as Arrow releases the GIL.
+        """
+        by_file: dict[int, list[int]] = {}
+        for block in sorted(blocks, key=lambda b: (b.file, b.row_group)):
+            by_file.setdefault(block.file, []).append(block.row_group)
+        handles = {f: self.files.parquet(f) for f in by_file}  # opens and verifies files in order
+
+        def read(item: tuple[int, list[int]]) -> pa.Table:
+            return handles[item[0]].read_row_groups(item[1], columns=self.columns)
+
+        parts = list(self._decoders.map(read, by_file.items()))
+        return pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0].combine_chunks()
 
     def _windows(self, order: EpochOrder) -> Iterator[pa.Table]:
         """This rank's windows, permuted; the next window is read in the background meanwhile."""
