@@ -1,7 +1,8 @@
 """The sample order of one epoch, and each rank's share of it. Pure arithmetic, no I/O.
 
 The global order is built from *blocks* (Parquet row groups): the blocks are permuted, grouped
-into windows of ``window_blocks`` blocks, and the samples of each window are permuted. This is a
+into windows of ``window_blocks`` blocks, and the samples of each window (its blocks' rows taken
+in (file, row group) order) are permuted. This is a
 shuffle across the whole release with a bounded buffer (one window, at most
 ``window_blocks`` × rows-per-row-group samples), like mosaicml streaming's block shuffles.
 

@@ -102,6 +102,7 @@ class ReleaseReader:
         if total != manifest["row_count"]:
             raise OSError(f"release {ref}: files hold {total} rows, manifest says {manifest['row_count']}")
         self.shard = Shard(total, world_size, rank, remainder)
+        self._decoders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="decode")
         self.consumed = 0
         job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
         source.record_read(ref, job, world_size, rank)
@@ -112,8 +113,21 @@ class ReleaseReader:
         return self.shard.samples
 
     def _read_window(self, blocks: tuple[Block, ...]) -> pa.Table:
-        parts = [self.files.parquet(b.file).read_row_group(b.row_group, columns=self.columns) for b in blocks]
-        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        """The window's rows, in (file, row group) order.
+
+        Each file's row groups are read in one call (one Parquet handle is never used by two
+        threads at once); different files decode in parallel, as Arrow releases the GIL.
+        """
+        by_file: dict[int, list[int]] = {}
+        for block in sorted(blocks, key=lambda b: (b.file, b.row_group)):
+            by_file.setdefault(block.file, []).append(block.row_group)
+        handles = {f: self.files.parquet(f) for f in by_file}  # opens and verifies files in order
+
+        def read(item: tuple[int, list[int]]) -> pa.Table:
+            return handles[item[0]].read_row_groups(item[1], columns=self.columns)
+
+        parts = list(self._decoders.map(read, by_file.items()))
+        return pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0].combine_chunks()
 
     def _windows(self, order: EpochOrder) -> Iterator[pa.Table]:
         """This rank's windows, permuted; the next window is read in the background meanwhile."""
@@ -130,18 +144,24 @@ class ReleaseReader:
         order = EpochOrder(
             self.blocks, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window_blocks=self.window_blocks
         )
-        pending: list[pa.Table] = []
-        pending_rows = 0
-        for table in self._windows(order):
-            pending.append(table)
-            pending_rows += table.num_rows
-            while pending_rows >= self.batch_size:
-                merged = pa.concat_tables(pending)
-                yield from merged.slice(0, self.batch_size).combine_chunks().to_batches()
-                rest = merged.slice(self.batch_size)
-                pending, pending_rows = [rest], rest.num_rows
-        if pending_rows:
-            yield from pa.concat_tables(pending).combine_chunks().to_batches()
+        carry: pa.Table | None = None  # rows left over from the previous window (< batch_size)
+        for window in self._windows(order):
+            start = 0
+            if carry is not None:  # only the batch spanning two windows is copied together
+                start = min(self.batch_size - carry.num_rows, window.num_rows)
+                carry = pa.concat_tables([carry, window.slice(0, start)])
+                if carry.num_rows < self.batch_size:
+                    continue
+                yield carry.combine_chunks().to_batches()[0]
+                carry = None
+            for offset in range(start, window.num_rows, self.batch_size):
+                piece = window.slice(offset, self.batch_size)
+                if piece.num_rows < self.batch_size:
+                    carry = piece
+                    break
+                yield from piece.to_batches()
+        if carry is not None and carry.num_rows:
+            yield carry.combine_chunks().to_batches()[0]
 
     def __iter__(self) -> Iterator[Any]:
         for batch in self._batches():
