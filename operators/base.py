@@ -125,6 +125,7 @@ class ClusterOperator(Operator):
     """
 
     sketch_schema: ClassVar[pa.Schema]
+    bucket_column: ClassVar[str] = "bands"  # list column of bucket keys; samples sharing one are candidates
     needs_texts: ClassVar[bool] = False  # whether the global step needs the samples' texts
 
     @abstractmethod

@@ -71,7 +71,7 @@ _BAND_SALT = np.uint64(0x9E3779B97F4A7C15)
 
 def bucket_column(op: ClusterOperator) -> str:
     """The sketch column holding a list of bucket hashes, one per LSH band."""
-    return getattr(op, "bucket_column", "bands")
+    return op.bucket_column
 
 
 @dataclass(frozen=True)
