@@ -27,9 +27,10 @@ _PRE_MIGRATION_TABLES = {"datasets", "runs", "dataset_versions", "releases"}
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
     cur = dbapi_conn.cursor()
+    # busy_timeout first: switching a new file to WAL needs a lock that another process may hold
+    cur.execute("PRAGMA busy_timeout=30000")
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
 
 
