@@ -122,51 +122,49 @@ def _corrupt(row: int | None, offset: int | None, exc: BaseException) -> RawReco
     return RawRecord(row, offset, reason="corrupt_file", message=f"{type(exc).__name__}: {exc}")
 
 
-def read_jsonl(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
+def _text_lines(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
+    """One record per line, decoded as UTF-8 (``value`` is the str), or a record with a reason:
+    oversized, blank, invalid UTF-8, or the damage that ended a corrupt file."""
     cursor: _LineCursor | None = None
     try:
         with open_decompressed(fs, path) as stream:
             cursor = _LineCursor(stream, opts.max_record_bytes)
             for row, offset, line, too_large in cursor:
                 if too_large:
-                    yield RawRecord(
-                        row,
-                        offset,
-                        raw=line,
-                        reason="record_too_large",
-                        message=f"record exceeds {opts.max_record_bytes} bytes",
-                    )
-                    continue
-                if not line.strip():
+                    message = f"record exceeds {opts.max_record_bytes} bytes"
+                    yield RawRecord(row, offset, raw=line, reason="record_too_large", message=message)
+                elif not line.strip():
                     yield RawRecord(row, offset, reason="blank_line")
-                    continue
-                try:
-                    text = line.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    yield RawRecord(row, offset, raw=line, reason="invalid_utf8", message=str(exc))
-                    continue
-                try:
-                    value = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    yield RawRecord(row, offset, raw=line, reason="invalid_json", message=str(exc))
-                    continue
-                if not isinstance(value, dict):
-                    yield RawRecord(
-                        row,
-                        offset,
-                        raw=line,
-                        reason="not_an_object",
-                        message=f"expected a JSON object, got {type(value).__name__}",
-                    )
-                    continue
-                yield RawRecord(row, offset, value=value, raw=line)
+                else:
+                    try:
+                        yield RawRecord(row, offset, value=line.decode("utf-8"), raw=line)
+                    except UnicodeDecodeError as exc:
+                        yield RawRecord(row, offset, raw=line, reason="invalid_utf8", message=str(exc))
     except _CORRUPTION_ERRORS as exc:
         yield _corrupt(cursor.line_no if cursor else 0, cursor.offset if cursor else 0, exc)
 
 
+def read_jsonl(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
+    for rec in _text_lines(fs, path, opts):
+        if rec.reason is not None:
+            yield rec
+            continue
+        try:
+            value = json.loads(rec.value)
+        except json.JSONDecodeError as exc:
+            yield RawRecord(rec.row, rec.offset, raw=rec.raw, reason="invalid_json", message=str(exc))
+            continue
+        if not isinstance(value, dict):
+            message = f"expected a JSON object, got {type(value).__name__}"
+            yield RawRecord(rec.row, rec.offset, raw=rec.raw, reason="not_an_object", message=message)
+            continue
+        rec.value = value
+        yield rec
+
+
 def read_text(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
     if opts.text_mode == "line":
-        yield from _read_text_lines(fs, path, opts)
+        yield from _text_lines(fs, path, opts)
         return
     try:
         with open_decompressed(fs, path) as stream:
@@ -183,31 +181,6 @@ def read_text(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[Raw
         yield RawRecord(0, 0, value=data.decode("utf-8"), raw=data)
     except UnicodeDecodeError as exc:
         yield RawRecord(0, 0, raw=data, reason="invalid_utf8", message=str(exc))
-
-
-def _read_text_lines(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
-    cursor: _LineCursor | None = None
-    try:
-        with open_decompressed(fs, path) as stream:
-            cursor = _LineCursor(stream, opts.max_record_bytes)
-            for row, offset, line, too_large in cursor:
-                if too_large:
-                    yield RawRecord(
-                        row,
-                        offset,
-                        raw=line,
-                        reason="record_too_large",
-                        message=f"line exceeds {opts.max_record_bytes} bytes",
-                    )
-                elif not line.strip():
-                    yield RawRecord(row, offset, reason="blank_line")
-                else:
-                    try:
-                        yield RawRecord(row, offset, value=line.decode("utf-8"), raw=line)
-                    except UnicodeDecodeError as exc:
-                        yield RawRecord(row, offset, raw=line, reason="invalid_utf8", message=str(exc))
-    except _CORRUPTION_ERRORS as exc:
-        yield _corrupt(cursor.line_no if cursor else 0, cursor.offset if cursor else 0, exc)
 
 
 def read_csv(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
