@@ -45,11 +45,9 @@ _HEX[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
 
 def _hex_prefix(ids: pa.Array, digits: int) -> np.ndarray:
     """The value of each id's first ``digits`` hex characters, vectorised (ids are hex hashes)."""
-    prefix = (
-        pc.utf8_slice_codeunits(ids, 0, digits).cast(pa.binary()).combine_chunks()
-        if isinstance(ids, pa.ChunkedArray)
-        else pc.utf8_slice_codeunits(ids, 0, digits).cast(pa.binary())
-    )
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    prefix = pc.utf8_slice_codeunits(ids, 0, digits).cast(pa.binary())
     offsets = np.frombuffer(prefix.buffers()[1], np.int32)[prefix.offset : prefix.offset + len(prefix) + 1]
     if np.any(np.diff(offsets) != digits):
         raise ValueError("sample ids must be hex strings")
