@@ -105,6 +105,8 @@ class Runner:
             raise ValueError("a pipeline can have at most one near-duplicate (cluster) step")
         sources, datasets, inputs = self._resolve_inputs(spec, run_id)
         published = self._resolve_published(clusters[0]) if clusters else []
+        if published and engine_name != "local":
+            raise ValueError("deduplicating against published releases (against=) runs on the local engine only")
 
         with self.catalog.session() as s:
             s.add(

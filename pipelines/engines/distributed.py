@@ -214,7 +214,7 @@ class DistributedEngine(Engine):
         op = step.operator
         assert isinstance(op, ClusterOperator)
         if job.published:
-            raise NotImplementedError(f"{op.name} against published releases runs on the local engine only")
+            raise ValueError(f"{op.name} against published releases runs on the local engine only")
         sketches = Table(tier, f"{staging}/sketches-{number}", "parts")
         sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.settings, step, sketches)))
         files = sketch_files.paths(sketches)
