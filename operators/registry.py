@@ -11,13 +11,17 @@ _REGISTRY: dict[str, str] = {
     "convert": "operators.convert:ConvertOperator",
     "exact_dedupe": "operators.exact_dedupe:ExactDedupe",
     "minhash_dedupe": "operators.minhash:MinHashDedupe",
-    "quality": "operators.quality:DefaultQuality",
-    "quality_gopher": "operators.quality:GopherQuality",
-    "quality_gopher_repetition": "operators.quality:GopherRepetition",
-    "quality_c4": "operators.quality:C4Quality",
-    "quality_fineweb": "operators.quality:FineWebQuality",
-    "quality_zh": "operators.quality:ChineseQuality",
 }
+# Families that keep their own name -> class map (loaded only when a name is not found above).
+_FAMILIES = ("operators.quality:OPERATORS",)
+
+
+def _family_classes() -> dict[str, type[Operator]]:
+    found: dict[str, type[Operator]] = {}
+    for target in _FAMILIES:
+        module, _, attr = target.partition(":")
+        found.update(getattr(importlib.import_module(module), attr))
+    return found
 
 
 def register(name: str, target: str) -> None:
@@ -26,10 +30,12 @@ def register(name: str, target: str) -> None:
 
 
 def operator_class(name: str) -> type[Operator]:
-    try:
-        target = _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown operator {name!r}; known: {sorted(_REGISTRY)}") from None
+    target = _REGISTRY.get(name)
+    if target is None:
+        family = _family_classes()
+        if name not in family:
+            raise KeyError(f"unknown operator {name!r}; known: {names()}")
+        return family[name]
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
 
@@ -39,4 +45,4 @@ def build(name: str, params: dict[str, Any] | None = None) -> Operator:
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted({*_REGISTRY, *_family_classes()})
