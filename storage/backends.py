@@ -2,13 +2,17 @@
 
 One place maps a :class:`TierConfig` to both clients, so pyarrow and delta-rs always see the same
 endpoint, region and credentials. Credentials come only from the environment variables named in
-``credentials_env``; a named but unset variable is an error (not a silent anonymous client).
+``credentials_env``; a named but unset variable is an error (not a silent anonymous client). The
+variables are looked up in this process's environment unless an ``environ`` mapping is given (a
+copy task on an executor gets the values its driver resolved that way, see
+:mod:`storage.transfer_task`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 
 import pyarrow.fs as pafs
 
@@ -25,11 +29,11 @@ S3_CREDENTIAL_OPTIONS = {
 DEFAULT_S3_REGION = "us-east-1"
 
 
-def _credential(config: TierConfig, key: str) -> str | None:
+def _credential(config: TierConfig, key: str, environ: Mapping[str, str] | None = None) -> str | None:
     var = config.credentials_env.get(key)
     if var is None:
         return None
-    value = os.environ.get(var)
+    value = (os.environ if environ is None else environ).get(var)
     if value is None:
         raise KeyError(f"tier {config.name!r}: environment variable {var} ({key}) is not set")
     return value
@@ -51,7 +55,7 @@ def _s3_endpoint(config: TierConfig) -> tuple[str, str]:
     return scheme, host
 
 
-def make_filesystem(config: TierConfig) -> pafs.FileSystem:
+def make_filesystem(config: TierConfig, environ: Mapping[str, str] | None = None) -> pafs.FileSystem:
     """The pyarrow filesystem for a tier (addressed with ``Tier.path``)."""
     if config.kind == "posix":
         return pafs.LocalFileSystem()
@@ -62,9 +66,9 @@ def make_filesystem(config: TierConfig) -> pafs.FileSystem:
             log.warning("AWS_REQUEST_CHECKSUM_CALCULATION is set otherwise: multipart uploads to RGW may fail")
         scheme, host = _s3_endpoint(config)
         return pafs.S3FileSystem(
-            access_key=_credential(config, "access_key"),
-            secret_key=_credential(config, "secret_key"),
-            session_token=_credential(config, "session_token"),
+            access_key=_credential(config, "access_key", environ),
+            secret_key=_credential(config, "secret_key", environ),
+            session_token=_credential(config, "session_token", environ),
             endpoint_override=host or None,
             scheme=scheme,
             region=_s3_region(config),
@@ -77,7 +81,7 @@ def make_filesystem(config: TierConfig) -> pafs.FileSystem:
     raise ValueError(f"unknown tier kind {config.kind!r}")
 
 
-def make_storage_options(config: TierConfig) -> dict[str, str]:
+def make_storage_options(config: TierConfig, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """deltalake (delta-rs) storage options for a tier (addressed with ``Tier.uri``)."""
     if config.kind == "posix":
         return {}
@@ -92,7 +96,7 @@ def make_storage_options(config: TierConfig) -> dict[str, str]:
         if scheme == "http":
             opts["AWS_ALLOW_HTTP"] = "true"
         for key, option in S3_CREDENTIAL_OPTIONS.items():
-            value = _credential(config, key)
+            value = _credential(config, key, environ)
             if value:
                 opts[option] = value
         return opts

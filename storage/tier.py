@@ -10,6 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -128,6 +129,8 @@ class Tier:
 
     config: TierConfig
     settings: Settings = field(repr=False, compare=False, default_factory=get_settings)
+    # Where the variables named in ``credentials_env`` are read; None: this process's environment.
+    environ: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._parsed_root  # noqa: B018 - fail at construction on a malformed root
@@ -194,7 +197,7 @@ class Tier:
         """A pyarrow filesystem addressed with :meth:`path`."""
         from storage.backends import make_filesystem
 
-        return make_filesystem(self.config)
+        return make_filesystem(self.config, self.environ)
 
     def subtree(self, *parts: str) -> pafs.SubTreeFileSystem:
         """The tier's filesystem rooted at a tier-relative folder, e.g. a Delta table's folder.
@@ -209,7 +212,7 @@ class Tier:
         """deltalake (delta-rs) storage options for :meth:`uri` addresses."""
         from storage.backends import make_storage_options
 
-        return make_storage_options(self.config)
+        return make_storage_options(self.config, self.environ)
 
 
 def get_tier(name: str | None = None, settings: Settings | None = None) -> Tier:
