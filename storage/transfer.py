@@ -49,11 +49,15 @@ class TransferReport:
 
 
 class Bandwidth:
-    """A thread-safe token bucket: at most ``bytes_per_s`` on average, bursts of one second."""
+    """A thread-safe token bucket: at most ``bytes_per_s`` on average, bursts of one second.
 
-    def __init__(self, bytes_per_s: float | None) -> None:
+    ``burst=False`` starts the bucket empty. A copy job gives each batch a bucket of its own, and
+    a full one would let every batch start with a free second over the cap.
+    """
+
+    def __init__(self, bytes_per_s: float | None, burst: bool = True) -> None:
         self.rate = bytes_per_s
-        self._allowance = bytes_per_s or 0.0
+        self._allowance = (bytes_per_s or 0.0) if burst else 0.0
         self._last = time.monotonic()
         self._lock = threading.Lock()
 
@@ -118,6 +122,7 @@ def copy_verified(
     skip: set[str] = frozenset(),  # type: ignore[assignment]
     workers: int = 4,
     bytes_per_s: float | None = None,
+    burst: bool = True,
     on_verified: Callable[[FileSpec], None] = lambda _f: None,
     on_bytes: Callable[[int], None] = lambda _n: None,
 ) -> TransferReport:
@@ -125,9 +130,10 @@ def copy_verified(
 
     ``on_verified`` runs once per verified file, in the worker thread, so a caller can record
     progress durably: a rerun after a crash then skips exactly the files already proven.
+    ``burst`` lets the bandwidth cap allow one second's worth at the start (see :class:`Bandwidth`).
     """
     report = TransferReport()
-    limit = Bandwidth(bytes_per_s)
+    limit = Bandwidth(bytes_per_s, burst)
     start = time.perf_counter()
     lock = threading.Lock()
 
