@@ -28,11 +28,12 @@ from lineage.catalog import Catalog, Release, Replica, ReplicaFile
 from lineage.catalog.models import utcnow
 from lineage.releases import get_release
 from lineage.settings import Settings
+from lineage.transfer_jobs import CopyEngine, copy_on_engine
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.faults import checkpoint
 from storage.delta import commit_snapshot, describe_file
 from storage.tier import get_tier
-from storage.transfer import FileSpec, copy_verified, verify_files
+from storage.transfer import FileSpec, TransferError, copy_verified, verify_files
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +108,16 @@ def copy_release(
     workers: int = 4,
     bytes_per_s: float | None = None,
     on_bytes: Callable[[int], None] = lambda _n: None,
+    engine: CopyEngine = "local",
 ) -> ReplicaOutcome:
-    """Make (or finish) a verified replica of ``ref`` on ``to_tier``."""
+    """Make (or finish) a verified replica of ``ref`` on ``to_tier``.
+
+    ``engine="local"`` copies with a thread pool in this process; ``"spark"`` or ``"ray"`` runs the
+    same per-file copy on a cluster (:mod:`lineage.transfer_jobs`). Either way this process decides
+    what to copy and records each verified file, the Delta log and the final state.
+    """
+    if engine not in ("local", "spark", "ray"):
+        raise ReplicaError(f"unknown copy engine {engine!r} (local, spark or ray)")
     dst = get_tier(to_tier, settings)
     with catalog.session() as s:
         release = get_release(s, ref)
@@ -130,18 +139,25 @@ def copy_release(
         replica_id, table_path = existing.id, existing.table_path
         already = {f.path for f in existing.files}
         specs, src_tier, src_path = _specs(release), source.tier, source.table_path
-    report = copy_verified(
-        get_tier(src_tier, settings),
-        src_path,
-        dst,
-        table_path,
-        specs,
-        skip=already,
-        workers=workers,
-        bytes_per_s=bytes_per_s,
-        on_verified=lambda spec: _record_verified(catalog, replica_id, spec),
-        on_bytes=on_bytes,
-    )
+    copy_kwargs: dict[str, Any] = {
+        "skip": already,
+        "workers": workers,
+        "bytes_per_s": bytes_per_s,
+        "on_verified": lambda spec: _record_verified(catalog, replica_id, spec),
+        "on_bytes": on_bytes,
+    }
+    src = get_tier(src_tier, settings)
+    try:
+        if engine == "local":
+            report = copy_verified(src, src_path, dst, table_path, specs, **copy_kwargs)
+        else:
+            report = copy_on_engine(engine, settings, src, src_path, dst, table_path, specs, **copy_kwargs)
+    except TransferError as exc:  # the row stays `copying` with the files proven; say why it stopped
+        with catalog.session() as s:
+            replica = s.get(Replica, replica_id)
+            assert replica is not None
+            replica.detail = str(exc)
+        raise
     with catalog.session() as s:
         release = get_release(s, ref)
         version = _write_log(settings, to_tier, table_path, release)
