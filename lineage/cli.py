@@ -120,11 +120,14 @@ def _guard(action: Any) -> Any:
 
     from lineage.qc import GateError
     from lineage.releases import ReleaseError
+    from lineage.replicas import ReplicaError
     from pipelines.runner import RunError
+    from storage.transfer import TransferError
 
+    expected = (ReleaseError, ReplicaError, TransferError, GateError, RunError, KeyError, FileNotFoundError)
     try:
         return action()
-    except (ReleaseError, GateError, RunError, KeyError, FileNotFoundError, ValueError, ValidationError) as exc:
+    except (*expected, ValueError, ValidationError) as exc:
         _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
 
 
@@ -328,26 +331,22 @@ def _transfer_progress(ref: str, total: int | None = None) -> Any:
     )
 
 
-def _replica_command(action: str, ref: str, to: str, workers: int, bandwidth_mb: float | None) -> None:
+def _replica_command(
+    action: str, ref: str, to: str, workers: int, bandwidth_mb: float | None, engine: str = "local"
+) -> None:
     from lineage import replicas
 
     catalog, settings = _catalog(), _settings()
     limit = bandwidth_mb * 1e6 if bandwidth_mb else None
     with _transfer_progress(ref) as progress:
-        task = progress.add_task(f"{action} {ref} → {to}", total=None)
+        where = "" if engine == "local" else f" on {engine}"
+        task = progress.add_task(f"{action} {ref} → {to}{where}", total=None)
         advance = lambda n: progress.advance(task, n)  # noqa: E731
+        kwargs = {"workers": workers, "bytes_per_s": limit, "on_bytes": advance, "engine": engine}
         if action == "copy":
-            out = _guard(
-                lambda: replicas.copy_release(
-                    catalog, settings, ref, to, workers=workers, bytes_per_s=limit, on_bytes=advance
-                )
-            )
+            out = _guard(lambda: replicas.copy_release(catalog, settings, ref, to, **kwargs))
         elif action == "move":
-            out = _guard(
-                lambda: replicas.move_release(
-                    catalog, settings, ref, to, workers=workers, bytes_per_s=limit, on_bytes=advance
-                )
-            )
+            out = _guard(lambda: replicas.move_release(catalog, settings, ref, to, **kwargs))
         else:
             out = _guard(lambda: replicas.verify_release(catalog, settings, ref, to))
     if action == "verify":
@@ -368,22 +367,28 @@ def _replica_command(action: str, ref: str, to: str, workers: int, bandwidth_mb:
 def tier_copy(
     ref: Annotated[str, typer.Argument(help="NAME@TAG")],
     to: Annotated[str, typer.Option("--to", help="Destination tier.")],
-    workers: Annotated[int, typer.Option(help="Files copied in parallel.")] = 4,
-    bandwidth: Annotated[float | None, typer.Option(help="Bandwidth limit in MB/s.")] = None,
+    workers: Annotated[int, typer.Option(help="Files copied in parallel (with --engine: per task).")] = 4,
+    bandwidth: Annotated[float | None, typer.Option(help="Bandwidth limit in MB/s (for the whole job).")] = None,
+    engine: Annotated[
+        str, typer.Option(help="local (threads in this process), spark or ray (a copy job on the configured cluster).")
+    ] = "local",
 ) -> None:
     """Copy a release to a tier; each file is read back and checked. Resumes after a crash."""
-    _replica_command("copy", ref, to, workers, bandwidth)
+    _replica_command("copy", ref, to, workers, bandwidth, engine)
 
 
 @tier_app.command("move")
 def tier_move(
     ref: Annotated[str, typer.Argument(help="NAME@TAG")],
     to: Annotated[str, typer.Option("--to", help="Destination tier.")],
-    workers: Annotated[int, typer.Option(help="Files copied in parallel.")] = 4,
-    bandwidth: Annotated[float | None, typer.Option(help="Bandwidth limit in MB/s.")] = None,
+    workers: Annotated[int, typer.Option(help="Files copied in parallel (with --engine: per task).")] = 4,
+    bandwidth: Annotated[float | None, typer.Option(help="Bandwidth limit in MB/s (for the whole job).")] = None,
+    engine: Annotated[
+        str, typer.Option(help="local (threads in this process), spark or ray (a copy job on the configured cluster).")
+    ] = "local",
 ) -> None:
     """Copy, verify, then remove the source files no other published release needs."""
-    _replica_command("move", ref, to, workers, bandwidth)
+    _replica_command("move", ref, to, workers, bandwidth, engine)
 
 
 @tier_app.command("verify")
@@ -408,13 +413,18 @@ def tier_plan() -> None:
 
 
 @tier_app.command("apply")
-def tier_apply(workers: Annotated[int, typer.Option(help="Files copied in parallel.")] = 4) -> None:
+def tier_apply(
+    workers: Annotated[int, typer.Option(help="Files copied in parallel (with --engine: per task).")] = 4,
+    engine: Annotated[
+        str, typer.Option(help="local (threads in this process), spark or ray (a copy job on the configured cluster).")
+    ] = "local",
+) -> None:
     """Carry out `lineage tier plan`."""
     from lineage.placement import plan_moves
 
     for move in plan_moves(_catalog(), _settings()):
         console.print(f"move {move.release}: {move.from_tier} → {move.to_tier} ({move.reason})")
-        _replica_command("move", move.release, move.to_tier, workers, None)
+        _replica_command("move", move.release, move.to_tier, workers, None, engine)
 
 
 # -- inspection -------------------------------------------------------------------------------
