@@ -11,53 +11,14 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
-from sqlalchemy import select
 
-import lineage
-from lineage.catalog import Catalog, Replica
-from lineage.releases import get_release, publish
+from lineage.catalog import Catalog
+from lineage.releases import publish
 from lineage.replicas import copy_release, move_release, verify_release
-from lineage.settings import Settings, TierConfig
-from pipelines.runner import Runner
-from pipelines.spec import PipelineSpec
+from lineage.settings import Settings
 from storage.tier import get_tier
-from tests.conftest import write_jsonl
 from tests.fixtures_ceph import CephS3
-
-
-@pytest.fixture
-def cold(settings: Settings, tmp_path: Path) -> str:
-    settings.tiers.append(TierConfig(name="cold", kind="posix", root=str(tmp_path / "cold-tier"), tier_class="cold"))
-    return "cold"
-
-
-@pytest.fixture
-def release(tmp_path: Path, settings: Settings, catalog: Catalog) -> str:
-    """A release spread over several files, so copies can be interrupted between files."""
-    settings.parquet_file_rows = 40
-    settings.parquet_row_group_rows = 20
-    write_jsonl(tmp_path / "src" / "d.jsonl", [{"id": i, "text": f"text of document {i} " * 20} for i in range(200)])
-    spec = PipelineSpec.model_validate(
-        {
-            "name": "r",
-            "inputs": [{"dataset": "d", "path": str(tmp_path / "src"), "id_field": "id"}],
-            "output": {"dataset": "d"},
-        }
-    )
-    Runner(settings, catalog).run(spec)
-    publish(catalog, settings, "d@v1")
-    return "d@v1"
-
-
-def replicas(catalog: Catalog, ref: str) -> dict[str, Replica]:
-    with catalog.session() as s:
-        release = get_release(s, ref)
-        return {r.tier: r for r in s.scalars(select(Replica).where(Replica.release_id == release.id))}
-
-
-def sample_ids(settings: Settings, ref: str, **kw) -> list[str]:
-    reader = lineage.open_release(ref, settings=settings, columns=["sample_id"], shuffle=False, **kw)
-    return [x for b in reader for x in b.column("sample_id").to_pylist()]
+from tests.replicas.conftest import replicas, sample_ids
 
 
 def test_copy_is_verified_self_contained_and_readable(
