@@ -155,14 +155,14 @@ def copy_on_engine(
     in_flight = min(submitter.slots, len(queue))
     share = bytes_per_s / in_flight if bytes_per_s else None
     log.info(
-        "copying %d files to %s:%s on %s: %d batches, %d at once, %s each",
+        "copying %d files to %s:%s on %s: %d batches, %d at once, %s",
         len(todo),
         dst.name,
         dst_prefix,
         engine,
         len(queue),
         in_flight,
-        f"{share / 1e6:.2f} MB/s" if share else "no bandwidth cap",
+        f"{share / 1e6:.2f} MB/s per batch" if share else "no bandwidth cap",
     )
     task = CopyTask(TierAccess.of(src), src_prefix, TierAccess.of(dst), dst_prefix, max(1, workers), share)
     by_path = {spec.path: spec for spec in todo}
