@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 
 from lineage.reader.files import Location, ReleaseFiles, ordered_locations
@@ -113,7 +114,7 @@ class ReleaseReader:
         return self.shard.samples
 
     def _read_window(self, blocks: tuple[Block, ...]) -> pa.Table:
-        """The window's rows, in (file, row group) order.
+        """The window's rows, in (file, row group) order, as one contiguous chunk per column.
 
         Each file's row groups are read in one call (one Parquet handle is never used by two
         threads at once); different files decode in parallel, as Arrow releases the GIL.
@@ -126,11 +127,15 @@ class ReleaseReader:
         def read(item: tuple[int, list[int]]) -> pa.Table:
             return handles[item[0]].read_row_groups(item[1], columns=self.columns)
 
-        parts = list(self._decoders.map(read, by_file.items()))
-        return pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0].combine_chunks()
+        table = pa.concat_tables(self._decoders.map(read, by_file.items()))
+        try:
+            return table.combine_chunks()
+        except pa.ArrowInvalid:  # a column over 2 GiB cannot be one chunk; gather from the chunks instead
+            return table
 
-    def _windows(self, order: EpochOrder) -> Iterator[pa.Table]:
-        """This rank's windows, permuted; the next window is read in the background meanwhile."""
+    def _windows(self, order: EpochOrder) -> Iterator[tuple[pa.Table, np.ndarray]]:
+        """This rank's windows with the rows to take from each, in order; the next window is read
+        in the background meanwhile."""
         pieces = [piece for lo, hi in self.shard.ranges(self.consumed) for piece in order.slices(lo, hi)]
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch") as pool:
             ahead = pool.submit(self._read_window, pieces[0].blocks) if pieces else None
@@ -138,30 +143,40 @@ class ReleaseReader:
                 assert ahead is not None
                 table = ahead.result()
                 ahead = pool.submit(self._read_window, pieces[k + 1].blocks) if k + 1 < len(pieces) else None
-                yield table.take(pa.array(piece.rows))
+                yield table, piece.rows
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
+        """Batches of exactly ``batch_size`` rows (the last may be shorter).
+
+        Rows are gathered one output batch at a time rather than a whole window at once: a small
+        gather reuses freed memory from the pool, while a window-sized one pays page faults on a
+        fresh allocation and costs several times more. Only a batch that spans two windows is
+        stitched from two gathers.
+        """
         order = EpochOrder(
             self.blocks, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window_blocks=self.window_blocks
         )
-        carry: pa.Table | None = None  # rows left over from the previous window (< batch_size)
-        for window in self._windows(order):
+        size = self.batch_size
+        carry: list[pa.Table] = []  # gathered rows of a batch that spans windows
+        carried = 0
+        for table, rows in self._windows(order):
             start = 0
-            if carry is not None:  # only the batch spanning two windows is copied together
-                start = min(self.batch_size - carry.num_rows, window.num_rows)
-                carry = pa.concat_tables([carry, window.slice(0, start)])
-                if carry.num_rows < self.batch_size:
+            if carried:
+                start = min(size - carried, len(rows))
+                carry.append(table.take(rows[:start]))
+                carried += start
+                if carried < size:
                     continue
-                yield carry.combine_chunks().to_batches()[0]
-                carry = None
-            for offset in range(start, window.num_rows, self.batch_size):
-                piece = window.slice(offset, self.batch_size)
-                if piece.num_rows < self.batch_size:
-                    carry = piece
+                yield _one_batch(pa.concat_tables(carry))
+                carry, carried = [], 0
+            for offset in range(start, len(rows), size):
+                idx = rows[offset : offset + size]
+                if len(idx) < size:
+                    carry, carried = [table.take(idx)], len(idx)
                     break
-                yield from piece.to_batches()
-        if carry is not None and carry.num_rows:
-            yield carry.combine_chunks().to_batches()[0]
+                yield _one_batch(table.take(idx))
+        if carried:
+            yield _one_batch(pa.concat_tables(carry))
 
     def __iter__(self) -> Iterator[Any]:
         for batch in self._batches():
@@ -218,6 +233,11 @@ class ReleaseReader:
         if not 0 <= state["samples_consumed"] <= self.shard.samples:
             raise ValueError(f"samples_consumed={state['samples_consumed']} is outside this rank's share")
         self.seed, self.epoch, self.consumed = state["seed"], state["epoch"], state["samples_consumed"]
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    """A non-empty table as a single record batch."""
+    return table.combine_chunks().to_batches()[0]
 
 
 def open_release(ref: str, **kwargs: Any) -> ReleaseReader:
