@@ -51,13 +51,18 @@ class CatalogSource:
             return release.manifest, release.content_digest, replicas
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
-        from lineage.catalog import ReleaseRead
         from lineage.releases import get_release
+        from lineage.usage import record_read
 
         with self.catalog.session() as s:
-            release = get_release(s, ref)
-            s.add(
-                ReleaseRead(release_id=release.id, job=job, world_size=world_size, rank=rank, host=socket.gethostname())
+            record_read(
+                s,
+                get_release(s, ref),
+                job=job,
+                world_size=world_size,
+                rank=rank,
+                host=socket.gethostname(),
+                recorded_by=getpass.getuser(),
             )
 
 
