@@ -291,7 +291,8 @@ def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
         for f in m["files"]:
             files.add_row(f["path"], f"{f['rows']:,}", f"{f['size']:,}", f["xxh3_128"])
         console.print(files)
-        from lineage.replicas import last_used, replicas_of
+        from lineage.replicas import replicas_of
+        from lineage.usage import last_used
 
         for r in replicas_of(s, release):
             when = r.verified_at.strftime("%Y-%m-%d %H:%M") if r.verified_at else "-"

@@ -58,7 +58,7 @@ def _translated(fn: Callable[..., R]) -> Callable[..., R]:
 
 
 class Client:
-    """Typed access to datasets, versions, diffs, runs, releases, sample and dataset lineage, tokens."""
+    """Typed access to datasets, versions, diffs, runs, releases and their reads, sample and dataset lineage, tokens."""
 
     def __init__(
         self,
@@ -260,6 +260,37 @@ class Client:
     def quality(self, ref: str) -> S.Quality:
         name, tag = self._split(ref)
         return self._call(lambda: self.service.get_quality(ref), "GET", f"/releases/{name}/{tag}/quality", S.Quality)
+
+    def replicas(self, ref: str, *, state: str | None = None) -> list[Any]:
+        """The release's copies, one per tier (``state="verified"``: the ones a reader may use)."""
+        name, tag = self._split(ref)
+        if self._http is None:
+            return _translated(self.service.list_replicas)(ref, state=state)
+        data = self._request("GET", f"/releases/{name}/{tag}/replicas", params={"state": state})
+        return [S.ReplicaOut.model_validate(r) for r in data]
+
+    def record_read(self, ref: str, *, job: str, world_size: int, rank: int, host: str = "") -> Any:
+        """Record that one rank of a training job opened ``ref`` (a usage record)."""
+        name, tag = self._split(ref)
+        body = {"job": job, "world_size": world_size, "rank": rank, "host": host}
+        return self._call(
+            lambda: self.service.record_read(ref, body, actor=self.actor),
+            "POST",
+            f"/releases/{name}/{tag}/reads",
+            S.ReleaseReadOut,
+            json=body,
+        )
+
+    def reads(self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None) -> S.Page[Any]:
+        """Which training jobs opened ``ref`` (one record per rank), newest first."""
+        name, tag = self._split(ref)
+        return self._call(
+            lambda: self.service.list_reads(ref, limit, offset, job=job),
+            "GET",
+            f"/releases/{name}/{tag}/reads",
+            S.Page[S.ReleaseReadOut],
+            params={"limit": limit, "offset": offset, "job": job},
+        )
 
     # -- sample lineage -----------------------------------------------------------------------
     def sample_lineage(

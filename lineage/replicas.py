@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from deltalake import DeltaTable
@@ -254,11 +253,3 @@ def verify_release(catalog: Catalog, settings: Settings, ref: str, tier_name: st
                 f.verified_at = now
         state = replica.state
     return ReplicaOutcome(ref, tier_name, table_path, state, problems=problems or None)
-
-
-def last_used(session: Session, release: Release) -> datetime | None:
-    from sqlalchemy import func
-
-    from lineage.catalog import ReleaseRead
-
-    return session.scalar(select(func.max(ReleaseRead.opened_at)).where(ReleaseRead.release_id == release.id))

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 TierKind = Literal["posix", "s3", "hdfs"]
@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     api_page_limit: int = 100  # default page size of list endpoints (at most 1000)
     api_warm_on_start: bool = True  # load the lineage graph and released Delta versions in the background
     openlineage_namespace: str = "lineage-ledger"  # namespace of our datasets and jobs in OpenLineage events
+
+    # training reader: with a service URL, ``open_release`` gets manifests from the HTTP service, not the catalog
+    service_url: str | None = None  # e.g. "http://lineage.internal:8765"
+    service_token: SecretStr | None = None  # its bearer token (the reader role is enough); best set in the env
 
     @model_validator(mode="after")
     def _defaults(self) -> Settings:

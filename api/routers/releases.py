@@ -1,4 +1,4 @@
-"""Releases: create (or draft), publish, deprecate; manifests and quality reports."""
+"""Releases: create (or draft), publish, deprecate; manifests, quality reports, replicas and reads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Query, Response
 
 from api.deps import Reader, ServiceDep, Writer
-from api.routers.common import NAME_PATTERN, Limit, Name, Offset, Tag
+from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Name, Offset, Tag
 from lineage.service import schemas as S
 
 router = APIRouter(tags=["releases"])
@@ -67,3 +67,39 @@ def get_manifest(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> dict[s
 @router.get("/releases/{name}/{tag}/quality", response_model=S.Quality)
 def get_quality(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> S.Quality:
     return service.get_quality(f"{name}@{tag}")
+
+
+@router.get("/releases/{name}/{tag}/replicas", response_model=list[S.ReplicaOut])
+def list_replicas(
+    name: Name,
+    tag: Tag,
+    service: ServiceDep,
+    _: Reader,
+    state: Literal["copying", "verified", "removing", "removed", "corrupt"] | None = None,
+) -> Any:
+    """Copies of the release's data, one per tier; a training reader reads from the ``verified`` ones."""
+    return service.list_replicas(f"{name}@{tag}", state=state)
+
+
+@router.get("/releases/{name}/{tag}/reads", response_model=S.Page[S.ReleaseReadOut])
+def list_reads(
+    name: Name,
+    tag: Tag,
+    service: ServiceDep,
+    _: Reader,
+    limit: Limit = None,
+    offset: Offset = 0,
+    job: Annotated[str | None, Query(min_length=1, max_length=300, pattern=NO_NUL)] = None,
+) -> Any:
+    """Which training jobs opened the release (one record per rank), newest first."""
+    return service.list_reads(f"{name}@{tag}", limit, offset, job=job)
+
+
+@router.post("/releases/{name}/{tag}/reads", response_model=S.ReleaseReadOut, status_code=201)
+def record_read(name: Name, tag: Tag, body: S.ReadCreate, service: ServiceDep, who: Reader) -> Any:
+    """Record that one rank of a training job opened the release (what ``open_release`` does).
+
+    The reader role is enough: a training job needs only read access, and a usage record changes
+    no data. The token's name is kept with the record (``recorded_by``).
+    """
+    return service.record_read(f"{name}@{tag}", body, actor=who.name)

@@ -115,16 +115,22 @@ class Release(Base):
 
 
 class ReleaseRead(Base):
-    """A training job opening a release: which job, how many ranks, when (for "who used this")."""
+    """A training job opening a release: which job, how many ranks, when (for "who used this").
+
+    ``job``, ``rank`` and ``host`` are what the reader says about itself; ``recorded_by`` is who
+    recorded it (the API token's name, or the OS user for direct catalog access), so usage records,
+    which any reader-role token may add, stay attributable.
+    """
 
     __tablename__ = "release_reads"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
-    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"))
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), index=True)
     job: Mapped[str] = mapped_column(String(300))
     world_size: Mapped[int] = mapped_column(Integer)
     rank: Mapped[int] = mapped_column(Integer)
     host: Mapped[str] = mapped_column(String(200), default="")
+    recorded_by: Mapped[str] = mapped_column(String(200), default="")
     opened_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
 
 

@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 
 
 class ChecksumMismatch(IOError):
-    """A file's bytes do not match the release manifest."""
+    """Bytes do not match what the catalog recorded: a file vs the manifest, or a manifest vs the
+    release's content digest."""
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,18 @@ import os
 import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
-from lineage.reader.files import Location, ReleaseFiles, ordered_locations
+from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, ordered_locations
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
 from lineage.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from lineage.client import Client
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +56,82 @@ class CatalogSource:
             return release.manifest, release.content_digest, replicas
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
-        from lineage.catalog import ReleaseRead
         from lineage.releases import get_release
+        from lineage.usage import record_read
 
         with self.catalog.session() as s:
-            release = get_release(s, ref)
-            s.add(
-                ReleaseRead(release_id=release.id, job=job, world_size=world_size, rank=rank, host=socket.gethostname())
+            record_read(
+                s,
+                get_release(s, ref),
+                job=job,
+                world_size=world_size,
+                rank=rank,
+                host=socket.gethostname(),
+                recorded_by=getpass.getuser(),
             )
+
+
+class ServiceSource:
+    """Reads manifests through the service (:class:`lineage.Client`): over HTTP, for a job that only
+    knows the service's URL and a token, or in-process.
+
+    The manifest must match the release's content digest, so the file checksums the reader then
+    verifies are the ones the catalog recorded at publish time.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
+        from lineage.client import Unauthorized
+        from lineage.releases import content_digest
+
+        try:
+            release = self.client.release(ref)
+        except Unauthorized as exc:
+            raise Unauthorized(f"{exc} (open_release: pass token= or set LINEAGE_SERVICE_TOKEN)") from exc
+        if release.state != "published":
+            log.warning("release %s is %s", ref, release.state)
+        manifest = self.client.manifest(ref)
+        if content_digest(manifest) != release.content_digest:
+            raise ChecksumMismatch(
+                f"release {ref}: the manifest from {self.client.url or 'the service'} does not match the release's "
+                f"content digest {release.content_digest[:12]}"
+            )
+        replicas = [Location(r.tier, r.table_path) for r in self.client.replicas(ref, state="verified")]
+        return manifest, release.content_digest, replicas
+
+    def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
+        self.client.record_read(ref, job=job, world_size=world_size, rank=rank, host=socket.gethostname())
+
+
+@contextmanager
+def manifest_source(
+    settings: Settings, *, client: Client | None = None, url: str | None = None, token: str | None = None
+) -> Iterator[ManifestSource]:
+    """The service when given a ``client`` or a ``url`` (or the ``service_url`` setting), else the catalog.
+
+    What is opened here is closed once the reader has its manifest and recorded its read. The
+    ``service_token`` setting is only sent to the ``service_url`` it belongs to.
+    """
+    if client is not None:
+        yield ServiceSource(client)
+        return
+    if url is None and settings.service_url is None:
+        source = CatalogSource(settings)
+        try:
+            yield source
+        finally:
+            source.catalog.dispose()
+        return
+    from lineage.client import Client
+
+    target = url or settings.service_url or ""
+    own_service = target.rstrip("/") == (settings.service_url or "").rstrip("/")
+    if token is None and own_service and settings.service_token is not None:
+        token = settings.service_token.get_secret_value()
+    with Client(target, token) as made:
+        yield ServiceSource(made)
 
 
 class ReleaseReader:
@@ -83,30 +155,39 @@ class ReleaseReader:
         prefer_tier: str | None = None,
         job: str | None = None,
         source: ManifestSource | None = None,
+        client: Client | None = None,
+        url: str | None = None,
+        token: str | None = None,
         settings: Settings | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be positive")
+        if sum(x is not None for x in (source, client, url)) > 1:
+            raise ValueError("give at most one of source=, client= and url=")
         self.ref, self.seed, self.epoch, self.batch_size = ref, seed, epoch, batch_size
         self.columns, self.as_dicts, self.shuffle, self.window_blocks = columns, as_dicts, shuffle, window_blocks
         self.settings = settings or get_settings()
-        source = source or CatalogSource(self.settings)
-        manifest, self.digest, replicas = source.manifest(ref)
-        self.manifest = manifest
-        self.files = ReleaseFiles(
-            manifest, ordered_locations(manifest, replicas, prefer_tier, self.settings), self.settings, verify
-        )
-        self.blocks = [
-            Block(i, g, rows) for i in range(len(manifest["files"])) for g, rows in enumerate(self.files.row_groups(i))
-        ]
-        total = sum(b.rows for b in self.blocks)
-        if total != manifest["row_count"]:
-            raise OSError(f"release {ref}: files hold {total} rows, manifest says {manifest['row_count']}")
-        self.shard = Shard(total, world_size, rank, remainder)
+        with ExitStack() as opened:
+            if source is None:
+                source = opened.enter_context(manifest_source(self.settings, client=client, url=url, token=token))
+            manifest, self.digest, replicas = source.manifest(ref)
+            self.manifest = manifest
+            self.files = ReleaseFiles(
+                manifest, ordered_locations(manifest, replicas, prefer_tier, self.settings), self.settings, verify
+            )
+            self.blocks = [
+                Block(i, g, rows)
+                for i in range(len(manifest["files"]))
+                for g, rows in enumerate(self.files.row_groups(i))
+            ]
+            total = sum(b.rows for b in self.blocks)
+            if total != manifest["row_count"]:
+                raise OSError(f"release {ref}: files hold {total} rows, manifest says {manifest['row_count']}")
+            self.shard = Shard(total, world_size, rank, remainder)
+            job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
+            source.record_read(ref, job, world_size, rank)
         self._decoders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="decode")
         self.consumed = 0
-        job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
-        source.record_read(ref, job, world_size, rank)
 
     # -- iteration ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -242,5 +323,10 @@ def _one_batch(table: pa.Table) -> pa.RecordBatch:
 
 def open_release(ref: str, **kwargs: Any) -> ReleaseReader:
     """Open ``name@tag`` for training: ``rank=``, ``world_size=``, ``seed=``, ``epoch=``,
-    ``batch_size=``, ``columns=``, ``as_dicts=``; see :class:`ReleaseReader`."""
+    ``batch_size=``, ``columns=``, ``as_dicts=``; see :class:`ReleaseReader`.
+
+    The manifest comes from the catalog, or from the HTTP service with ``url=`` and ``token=`` (or
+    the ``service_url``/``service_token`` settings, ``LINEAGE_SERVICE_URL``/``LINEAGE_SERVICE_TOKEN``),
+    or through a ``client=``; the data files are always read straight from the tiers.
+    """
     return ReleaseReader(ref, **kwargs)

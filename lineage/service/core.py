@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from lineage import openlineage, releases
+from lineage import openlineage, releases, usage
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run
 from lineage.service import auth
 from lineage.service import schemas as S
@@ -284,6 +284,43 @@ class Service:
     def get_quality(self, ref: str) -> S.Quality:
         quality = self.get_manifest(ref).get("quality") or {}
         return S.Quality(release=ref, steps=quality.get("steps", []), quarantine=quality.get("quarantine", {}))
+
+    # -- replicas and usage (what a training reader needs) --------------------------------------
+    def list_replicas(self, ref: str, *, state: str | None = None) -> list[Any]:
+        """The release's copies, one per tier; a reader reads from the ``verified`` ones."""
+        from lineage.replicas import replicas_of
+
+        with self.catalog.session() as s:
+            release = releases.get_release(s, ref)
+            return [
+                S.ReplicaOut.model_validate({**_columns(r), "release": release.ref, "file_count": len(r.files)})
+                for r in replicas_of(s, release)
+                if state is None or r.state == state
+            ]
+
+    def record_read(self, ref: str, body: S.ReadCreate | dict[str, Any], *, actor: str = "local") -> Any:
+        """A usage record for one rank of a training job; ``actor`` is kept as who recorded it."""
+        req = S.ReadCreate.model_validate(body)
+        with self.catalog.session() as s:
+            release = releases.get_release(s, ref)
+            read = usage.record_read(
+                s, release, job=req.job, world_size=req.world_size, rank=req.rank, host=req.host, recorded_by=actor
+            )
+            return S.ReleaseReadOut.model_validate({**_columns(read), "release": release.ref})
+
+    def list_reads(self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None) -> S.Page[Any]:
+        """Which training jobs opened the release, newest first."""
+        with self.catalog.session() as s:
+            release = releases.get_release(s, ref)
+            return S.Page[S.ReleaseReadOut].model_validate(
+                self._page(
+                    s,
+                    usage.reads_query(release, job),
+                    limit,
+                    offset,
+                    lambda _s, r: S.ReleaseReadOut.model_validate({**_columns(r), "release": release.ref}),
+                )
+            )
 
     # -- sample lineage (DuckDB over the pinned Delta versions) ---------------------------------
     def sample_lineage(

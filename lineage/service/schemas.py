@@ -83,6 +83,20 @@ ReleaseOut = derive(
     extra={"ref": (str, ...), "dataset": (str, ...), "dataset_version": (int, ...), "row_count": (int, 0)},
     doc="A release NAME@TAG pinned to one dataset version (its manifest is a sub-resource).",
 )
+ReplicaOut = derive(
+    models.Replica,
+    "Replica",
+    exclude=("release_id",),
+    extra={"release": (str, ...), "file_count": (int, 0)},
+    doc="A copy of a release's data on one tier: table path, state, when verified, files proven so far.",
+)
+ReleaseReadOut = derive(
+    models.ReleaseRead,
+    "ReleaseRead",
+    exclude=("release_id",),
+    extra={"release": (str, ...)},
+    doc="A usage record: one rank of a training job opened the release (who recorded it, from where, when).",
+)
 TokenOut = derive(models.ApiToken, "Token", exclude=("token_hash",), doc="An API token (the secret is never shown).")
 TokenCreated = create_model(
     "TokenCreated", __base__=TokenOut, token=(str, Field(description="The bearer token. Shown once; keep it."))
@@ -134,6 +148,16 @@ class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Text = Field(min_length=1, max_length=200)
     role: Literal["reader", "writer", "admin"] = "reader"
+
+
+class ReadCreate(BaseModel):
+    """One rank of a training job opened a release (``rank`` < ``world_size``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    job: Text = Field(min_length=1, max_length=300, description="The training job (e.g. its run name).")
+    world_size: int = Field(ge=1, le=2**31 - 1)
+    rank: int = Field(ge=0, le=2**31 - 1)
+    host: Text = Field(default="", max_length=200, description="The host the rank runs on.")
 
 
 class ReleaseResult(BaseModel):

@@ -22,7 +22,7 @@ from operators.schema import sample_id
 from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from tests.conftest import FAMILY, write_jsonl
-from tests.fixtures_postgres import PostgresServer, free_port, postgres_server  # noqa: F401  (fixture by name)
+from tests.fixtures_postgres import PostgresServer, free_port
 
 BACKENDS = ["sqlite", "postgresql"]
 

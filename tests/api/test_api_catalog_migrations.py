@@ -6,13 +6,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table, Text, create_engine, inspect, text
 
-from lineage.catalog import Catalog, Dataset
+from lineage.catalog import Catalog, Dataset, ReleaseRead
 from lineage.catalog.db import MIGRATIONS_DIR
 from lineage.catalog.migrations import HEAD
 from lineage.catalog.models import Base
@@ -117,4 +118,51 @@ def test_processes_opening_a_new_catalog_at_once_all_succeed(
     catalog = Catalog(url)
     with catalog.engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [HEAD]
+    catalog.dispose()
+
+
+def _filled(table: Table, **given: object) -> dict[str, object]:
+    """A row for ``table``: the given values, and a plain value for every other required column."""
+    by_type = [(sa.Boolean, False), (sa.Integer, 1), (sa.DateTime, datetime.now(UTC)), (sa.JSON, {}), (sa.String, "x")]
+    row = dict(given)
+    for col in table.columns:
+        if col.name in row or col.nullable or col.primary_key and isinstance(col.type, Integer):
+            continue
+        row[col.name] = next(value for kind, value in by_type if isinstance(col.type, kind))
+    return row
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_release_reads_recorded_before_attribution_keep_an_empty_recorder(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """0004 adds ``recorded_by`` to existing usage records (empty: nobody recorded it then)."""
+    from alembic import command
+
+    url = make_settings(tmp_path, backend, request).catalog_url or ""
+    (tmp_path / "home").mkdir(exist_ok=True)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0003_replicas_gate")
+    old = MetaData()
+    old.reflect(engine)
+    with engine.begin() as conn:
+        for name, row in (
+            ("datasets", {"id": 1, "name": "d"}),
+            ("runs", {"id": "r1"}),
+            ("dataset_versions", {"id": 1, "dataset_id": 1, "run_id": "r1"}),
+            ("releases", {"id": 1, "dataset_version_id": 1, "name": "d", "tag": "v1"}),
+            ("release_reads", {"release_id": 1, "job": "old-job", "world_size": 2, "rank": 1}),
+        ):
+            conn.execute(old.tables[name].insert(), _filled(old.tables[name], **row))
+    engine.dispose()
+    catalog = Catalog(url)
+    with catalog.session() as s:
+        (read,) = s.query(ReleaseRead).all()
+        assert (read.job, read.rank, read.recorded_by) == ("old-job", 1, "")
+    indexes = {i["name"] for i in inspect(catalog.engine).get_indexes("release_reads")}
+    assert "ix_release_reads_release_id" in indexes
     catalog.dispose()

@@ -164,3 +164,37 @@ def test_our_runs_appear_in_the_dataset_graph(client: Client, world: World) -> N
         client.lineage_graph("dataset:nope:nothing")
     with pytest.raises(BadRequest):
         client.lineage_graph("table:x")
+
+
+def test_replicas_and_usage_records(client: Client, world: World) -> None:
+    (primary,) = client.replicas("clean@v1")
+    assert (primary.release, primary.tier, primary.state, primary.primary) == ("clean@v1", "local", "verified", True)
+    assert primary.table_path == client.manifest("clean@v1")["data"]["table"]
+    assert primary.file_count == len(client.manifest("clean@v1")["files"]) and primary.verified_at is not None
+    assert [r.tier for r in client.replicas("clean@v1", state="verified")] == ["local"]
+    assert client.replicas("clean@v1", state="copying") == []
+
+    job = f"train-{'local' if client.local else 'http'}"
+    for rank in (1, 0):
+        record = client.record_read("clean@v1", job=job, world_size=2, rank=rank, host="gpu-7")
+    assert (record.release, record.job, record.rank, record.recorded_by) == ("clean@v1", job, 0, "local")
+    reads = client.reads("clean@v1", job=job)
+    assert reads.total == 2 and [(r.rank, r.world_size, r.host) for r in reads.items] == [
+        (0, 2, "gpu-7"),
+        (1, 2, "gpu-7"),
+    ]
+    assert [r.rank for r in client.reads("clean@v1", limit=1, offset=1, job=job).items] == [1]
+    assert client.reads("clean@v1").total >= 2 and client.reads("clean@v2", job=job).total == 0
+
+    with pytest.raises(BadRequest, match="rank"):
+        client.record_read("clean@v1", job=job, world_size=2, rank=2)
+    with pytest.raises(BadRequest):
+        client.record_read("clean@v1", job="", world_size=1, rank=0)
+    for call in (
+        lambda: client.replicas("clean@nope"),
+        lambda: client.reads("clean@nope"),
+        lambda: client.record_read("clean@nope", job=job, world_size=1, rank=0),
+    ):
+        with pytest.raises(NotFound, match="clean@nope does not exist"):
+            call()
+    assert client.reads("clean@v1", job=job).total == 2  # refused records left nothing behind

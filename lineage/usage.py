@@ -1,0 +1,40 @@
+"""Usage records of releases: each training reader's open is one ``ReleaseRead`` row.
+
+Written by the reader (straight to the catalog, or through the service), read by placement
+(a release unused for long goes cold) and by "which training jobs used this release".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+from lineage.catalog import Release, ReleaseRead
+
+
+def record_read(
+    session: Session, release: Release, *, job: str, world_size: int, rank: int, host: str, recorded_by: str
+) -> ReleaseRead:
+    """One rank of ``job`` opened ``release``."""
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+    read = ReleaseRead(
+        release_id=release.id, job=job, world_size=world_size, rank=rank, host=host, recorded_by=recorded_by
+    )
+    session.add(read)
+    session.flush()
+    return read
+
+
+def reads_query(release: Release, job: str | None = None) -> Select[tuple[ReleaseRead]]:
+    """A release's reads, newest first (optionally of one job)."""
+    query = select(ReleaseRead).where(ReleaseRead.release_id == release.id)
+    if job is not None:
+        query = query.where(ReleaseRead.job == job)
+    return query.order_by(ReleaseRead.opened_at.desc(), ReleaseRead.id.desc())
+
+
+def last_used(session: Session, release: Release) -> datetime | None:
+    return session.scalar(select(func.max(ReleaseRead.opened_at)).where(ReleaseRead.release_id == release.id))
