@@ -28,7 +28,10 @@ RANKS = [1, 8]
 
 
 def build_release(gb: float) -> tuple[Path, str]:
-    home = WORK / f"reader-home-{gb:g}gb"
+    from lineage.settings import Settings
+
+    layout = Settings()  # row groups are the reader's blocks: a new layout needs a new release
+    home = WORK / f"reader-home-{gb:g}gb-rg{layout.parquet_row_group_rows}-{layout.parquet_row_group_bytes >> 20}mb"
     marker = home / "_RELEASED"
     if marker.exists():
         return home, marker.read_text()

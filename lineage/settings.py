@@ -67,7 +67,9 @@ class Settings(BaseSettings):
     max_record_bytes: int = 8 * 1024 * 1024
     quarantine_raw_bytes: int = 4096
     duckdb_memory_limit: str = "256MB"
-    parquet_row_group_rows: int = 65536
+    # row groups are the training reader's shuffle blocks: its window holds a few of them in memory
+    parquet_row_group_rows: int = 16384
+    parquet_row_group_bytes: int = 32 * 1024 * 1024  # of Arrow data; long documents give fewer rows
     parquet_file_rows: int = 1_000_000
     group_partition_rows: int = 250_000  # rows of key columns a group step holds in memory at once
     sort_bucket_bytes: int = 64 * 1024 * 1024  # final sorts run per sample-id bucket of about this size

@@ -68,7 +68,13 @@ class LocalEngine(Engine):
     def _writer(self, tier: Tier, table_path: str, prefix: str, schema: pa.Schema) -> PartWriter:
         s = self.settings
         return PartWriter(
-            tier, table_path, prefix, schema, file_rows=s.parquet_file_rows, row_group_rows=s.parquet_row_group_rows
+            tier,
+            table_path,
+            prefix,
+            schema,
+            file_rows=s.parquet_file_rows,
+            row_group_rows=s.parquet_row_group_rows,
+            row_group_bytes=s.parquet_row_group_bytes,
         )
 
     def _target_writer(self, target: TableTarget, schema: pa.Schema) -> PartWriter:

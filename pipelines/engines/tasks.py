@@ -90,6 +90,7 @@ class Manifest:
                 schema,
                 file_rows=s.parquet_file_rows,
                 row_group_rows=s.parquet_row_group_rows,
+                row_group_bytes=s.parquet_row_group_bytes,
                 part_label=self.label,
             )
         writer.write(batch)
