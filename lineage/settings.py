@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     # training reader: with a service URL, ``open_release`` gets manifests from the HTTP service, not the catalog
     service_url: str | None = None  # e.g. "http://lineage.internal:8765"
     service_token: SecretStr | None = None  # its bearer token (the reader role is enough); best set in the env
+    # windows that ranks of one node both read are decoded once and shared here (None: never)
+    reader_shared_dir: Path | None = Path("/dev/shm/lineage-windows")
 
     @model_validator(mode="after")
     def _defaults(self) -> Settings:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -57,8 +57,11 @@ class EpochOrder:
         self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.total = int(self.starts[-1])
 
+    def window_size(self, window: int) -> int:
+        return int(self.starts[window + 1] - self.starts[window])
+
     def window_permutation(self, window: int) -> np.ndarray:
-        size = int(self.starts[window + 1] - self.starts[window])
+        size = self.window_size(window)
         if not self.shuffle:
             return np.arange(size, dtype=np.int64)
         return np.random.Generator(np.random.PCG64([self.seed, self.epoch, window + 1])).permutation(size)
@@ -109,3 +112,7 @@ class Shard:
             return [(lo, hi)]
         wrapped = [(max(lo, self.total) - self.total, hi - self.total)]
         return ([(lo, self.total)] if lo < self.total else []) + wrapped
+
+    def readers(self, start: int, end: int, ranks: range) -> int:
+        """How many of ``ranks`` read some position in ``[start, end)`` of the order."""
+        return sum(any(lo < end and start < hi for lo, hi in replace(self, rank=r).ranges()) for r in ranks)

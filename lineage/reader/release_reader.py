@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+import xxhash
 
 from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, ordered_locations
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
+from lineage.reader.shared_windows import SharedWindows
 from lineage.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -151,6 +153,7 @@ class ReleaseReader:
         shuffle: bool = True,
         remainder: Remainder = "drop",
         window_blocks: int = 4,
+        local_world_size: int | None = None,
         verify: bool = True,
         prefer_tier: str | None = None,
         job: str | None = None,
@@ -188,6 +191,9 @@ class ReleaseReader:
             source.record_read(ref, job, world_size, rank)
         self._decoders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="decode")
         self.consumed = 0
+        local = local_world_size or int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # torchrun sets it
+        node = rank // local
+        self._node_ranks = range(node * local, min((node + 1) * local, world_size))
 
     # -- iteration ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -214,17 +220,45 @@ class ReleaseReader:
         except pa.ArrowInvalid:  # a column over 2 GiB cannot be one chunk; gather from the chunks instead
             return table
 
+    def _shared_windows(self) -> SharedWindows | None:
+        """This epoch's cache of windows shared with ranks on the same node, if any can be shared."""
+        directory = self.settings.reader_shared_dir
+        if len(self._node_ranks) < 2 or directory is None or not directory.parent.is_dir():
+            return None
+        layout = f"{self.digest}|{self.columns}|{self.seed}|{self.epoch}|{self.shuffle}|{self.window_blocks}"
+        try:
+            return SharedWindows(directory, xxhash.xxh3_64_hexdigest(layout.encode()))
+        except OSError as exc:
+            log.warning("no shared windows in %s: %s", directory, exc)
+            return None
+
     def _windows(self, order: EpochOrder) -> Iterator[tuple[pa.Table, np.ndarray]]:
         """This rank's windows with the rows to take from each, in order; the next window is read
-        in the background meanwhile."""
+        in the background meanwhile. Windows that other ranks of this node read too are shared."""
         pieces = [piece for lo, hi in self.shard.ranges(self.consumed) for piece in order.slices(lo, hi)]
+        shared = self._shared_windows()
+        sharers = [
+            self.shard.readers(int(order.starts[p.window]), int(order.starts[p.window + 1]), self._node_ranks)
+            if shared is not None and len(p.rows) < order.window_size(p.window)
+            else 1
+            for p in pieces
+        ]
+
+        def read(k: int) -> pa.Table:
+            piece = pieces[k]
+            if shared is None or sharers[k] < 2:
+                return self._read_window(piece.blocks)
+            return shared.get(piece.window, lambda: self._read_window(piece.blocks))
+
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch") as pool:
-            ahead = pool.submit(self._read_window, pieces[0].blocks) if pieces else None
+            ahead = pool.submit(read, 0) if pieces else None
             for k, piece in enumerate(pieces):
                 assert ahead is not None
                 table = ahead.result()
-                ahead = pool.submit(self._read_window, pieces[k + 1].blocks) if k + 1 < len(pieces) else None
+                ahead = pool.submit(read, k + 1) if k + 1 < len(pieces) else None
                 yield table, piece.rows
+                if shared is not None and sharers[k] > 1:
+                    shared.done(piece.window, self.shard.rank, sharers[k])
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         """Batches of exactly ``batch_size`` rows (the last may be shorter).

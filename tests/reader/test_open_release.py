@@ -9,6 +9,7 @@ from sqlalchemy import select
 import lineage
 from lineage.catalog import Catalog, ReleaseRead
 from lineage.reader.files import ChecksumMismatch
+from lineage.reader.release_reader import ReleaseReader
 from lineage.releases import publish
 from lineage.settings import Settings
 from pipelines.runner import Runner
@@ -126,3 +127,39 @@ def test_each_open_is_recorded(release: str, settings: Settings, catalog: Catalo
     with catalog.session() as s:
         reads = s.scalars(select(ReleaseRead)).all()
     assert [(r.job, r.world_size, r.rank) for r in reads] == [("train-42", 2, 0), ("train-42", 2, 1)]
+
+
+def test_ranks_of_a_node_decode_each_window_once_and_leave_nothing_behind(
+    release: str, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.reader_shared_dir = tmp_path / "shm"
+    decoded: list[tuple[int, tuple]] = []
+    original = ReleaseReader._read_window
+
+    def counting(self: ReleaseReader, blocks: tuple) -> pa.Table:
+        decoded.append((self.shard.rank // 4, blocks))
+        return original(self, blocks)
+
+    monkeypatch.setattr(ReleaseReader, "_read_window", counting)
+    private = [read_all(release, settings, seed=2, rank=r, world_size=8, batch_size=5) for r in range(8)]
+    assert len(decoded) > len(set(decoded))  # without sharing, edge windows are decoded by two ranks
+    decoded.clear()
+    shared = [
+        read_all(release, settings, seed=2, rank=r, world_size=8, batch_size=5, local_world_size=4) for r in range(8)
+    ]
+    assert shared == private
+    assert len(decoded) == len(set(decoded))  # two nodes of 4 ranks: each node decodes a window once
+    assert not list((tmp_path / "shm").iterdir())  # the last sharer of each window deleted it
+
+
+def test_an_unreadable_shared_window_is_decoded_instead(release: str, settings: Settings, tmp_path: Path) -> None:
+    settings.reader_shared_dir = tmp_path / "shm"
+    expected = [read_all(release, settings, seed=4, rank=r, world_size=4, batch_size=8) for r in range(4)]
+    first = lineage.open_release(release, settings=settings, seed=4, rank=0, world_size=4, local_world_size=4)
+    sum(b.num_rows for b in first)  # publishes the window it shares with rank 1
+    (published,) = (tmp_path / "shm").glob("*.arrow")
+    published.write_bytes(b"not arrow")
+    got = [
+        read_all(release, settings, seed=4, rank=r, world_size=4, batch_size=8, local_world_size=4) for r in (1, 2, 3)
+    ]
+    assert got == expected[1:]
