@@ -51,7 +51,7 @@ def ordered_locations(
 
 
 class ReleaseFiles:
-    """Opens the manifest's files from the first location that has them, verifying checksums once.
+    """Finds the manifest's files at the first location that has them, verifying checksums once.
 
     Verification state is cached on disk (under ``$LINEAGE_HOME/verified``), keyed by tier, path and
     expected checksum, so a restarted job does not hash the same file again.
@@ -59,7 +59,7 @@ class ReleaseFiles:
 
     def __init__(self, manifest: dict[str, Any], locations: list[Location], settings: Settings, verify: bool) -> None:
         self.manifest, self.locations, self.settings, self.verify = manifest, locations, settings, verify
-        self._open: dict[int, pq.ParquetFile] = {}
+        self._located: dict[int, tuple[Tier, str, pq.FileMetaData]] = {}
         self._cache_dir = Path(settings.home) / "verified"
 
     def _marker(self, tier: Tier, path: str, checksum: str) -> Path:
@@ -78,10 +78,10 @@ class ReleaseFiles:
         self._cache_dir.mkdir(parents=True, exist_ok=True)
         marker.write_text(entry["xxh3_128"])
 
-    def parquet(self, index: int) -> pq.ParquetFile:
-        """The file's reader, from the first location where it opens (and verifies)."""
-        if index in self._open:
-            return self._open[index]
+    def _locate(self, index: int) -> tuple[Tier, str, pq.FileMetaData]:
+        """The file's tier, path and footer, from the first location where it opens (and verifies)."""
+        if index in self._located:
+            return self._located[index]
         entry = self.manifest["files"][index]
         errors: list[str] = []
         mismatch = False
@@ -91,18 +91,27 @@ class ReleaseFiles:
                 path = f"{loc.table_path}/{entry['path']}"
                 if self.verify:
                     self._verified(tier, path, entry)
-                handle = pq.ParquetFile(tier.filesystem.open_input_file(tier.path(path)))
+                with tier.filesystem.open_input_file(tier.path(path)) as handle:
+                    footer = pq.ParquetFile(handle).metadata
             except (OSError, KeyError) as exc:
                 mismatch = mismatch or isinstance(exc, ChecksumMismatch)
                 log.warning("release file %s unavailable on %s: %s", entry["path"], loc.tier, exc)
                 errors.append(f"{loc.tier}: {exc}")
                 continue
-            self._open[index] = handle
-            return handle
+            self._located[index] = (tier, tier.path(path), footer)
+            return self._located[index]
         error = ChecksumMismatch if mismatch else OSError
         raise error(f"no good copy of {entry['path']}: " + "; ".join(errors))
 
+    def open(self, index: int) -> pq.ParquetFile:
+        """A new reader of the file's good copy; its footer is read only once per reader object.
+
+        Callers keep one per thread: a Parquet handle is never shared between threads.
+        """
+        tier, path, footer = self._locate(index)
+        return pq.ParquetFile(tier.filesystem.open_input_file(path), metadata=footer)
+
     def row_groups(self, index: int) -> list[int]:
         """Row counts of a file's row groups (from its footer)."""
-        meta = self.parquet(index).metadata
-        return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        footer = self._locate(index)[2]
+        return [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]

@@ -6,6 +6,8 @@ import getpass
 import logging
 import os
 import socket
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -13,9 +15,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import xxhash
 
 from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, ordered_locations
+from lineage.reader.gather import PLAIN_TYPES, Window
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
 from lineage.reader.shared_windows import SharedWindows
 from lineage.settings import Settings, get_settings
@@ -26,6 +30,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
+MAX_DECODE_THREADS = 8
+OPEN_FILES_PER_THREAD = 8
+PREFETCH_WINDOWS = 2
 
 
 class ManifestSource(Protocol):
@@ -153,6 +160,7 @@ class ReleaseReader:
         shuffle: bool = True,
         remainder: Remainder = "drop",
         window_blocks: int = 4,
+        string_views: bool = True,
         local_world_size: int | None = None,
         verify: bool = True,
         prefer_tier: str | None = None,
@@ -169,6 +177,7 @@ class ReleaseReader:
             raise ValueError("give at most one of source=, client= and url=")
         self.ref, self.seed, self.epoch, self.batch_size = ref, seed, epoch, batch_size
         self.columns, self.as_dicts, self.shuffle, self.window_blocks = columns, as_dicts, shuffle, window_blocks
+        self.string_views = string_views
         self.settings = settings or get_settings()
         with ExitStack() as opened:
             if source is None:
@@ -189,9 +198,12 @@ class ReleaseReader:
             self.shard = Shard(total, world_size, rank, remainder)
             job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
             source.record_read(ref, job, world_size, rank)
-        self._decoders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="decode")
         self.consumed = 0
         local = local_world_size or int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # torchrun sets it
+        # the node's cores are shared by its ranks: more decoders than that only contend
+        decoders = max(1, min(MAX_DECODE_THREADS, (os.cpu_count() or 2) // local))
+        self._decoders = ThreadPoolExecutor(max_workers=decoders, thread_name_prefix="decode")
+        self._thread = threading.local()
         node = rank // local
         self._node_ranks = range(node * local, min((node + 1) * local, world_size))
 
@@ -200,25 +212,31 @@ class ReleaseReader:
         """Samples this rank reads per epoch."""
         return self.shard.samples
 
+    def _handle(self, file: int) -> pq.ParquetFile:
+        """This thread's reader of ``file`` (a few stay open per thread, least recently used out)."""
+        handles: OrderedDict[int, pq.ParquetFile] = self._thread.__dict__.setdefault("handles", OrderedDict())
+        if file in handles:
+            handles.move_to_end(file)
+        else:
+            handles[file] = self.files.open(file)
+            if len(handles) > OPEN_FILES_PER_THREAD:
+                handles.popitem(last=False)[1].close()
+        return handles[file]
+
     def _read_window(self, blocks: tuple[Block, ...]) -> pa.Table:
-        """The window's rows, in (file, row group) order, as one contiguous chunk per column.
+        """The window's rows, in (file, row group) order (one chunk per row group).
 
-        Each file's row groups are read in one call (one Parquet handle is never used by two
-        threads at once); different files decode in parallel, as Arrow releases the GIL.
+        Row groups decode in parallel, each thread through its own file handles (Arrow releases
+        the GIL), so one window uses every core even when its blocks come from a single file.
         """
-        by_file: dict[int, list[int]] = {}
-        for block in sorted(blocks, key=lambda b: (b.file, b.row_group)):
-            by_file.setdefault(block.file, []).append(block.row_group)
-        handles = {f: self.files.parquet(f) for f in by_file}  # opens and verifies files in order
+        ordered = sorted(blocks, key=lambda b: (b.file, b.row_group))
+        for block in ordered:  # locate and verify files here, in order, not racing in the decoders
+            self.files.row_groups(block.file)
 
-        def read(item: tuple[int, list[int]]) -> pa.Table:
-            return handles[item[0]].read_row_groups(item[1], columns=self.columns)
+        def read(block: Block) -> pa.Table:
+            return self._handle(block.file).read_row_group(block.row_group, columns=self.columns, use_threads=False)
 
-        table = pa.concat_tables(self._decoders.map(read, by_file.items()))
-        try:
-            return table.combine_chunks()
-        except pa.ArrowInvalid:  # a column over 2 GiB cannot be one chunk; gather from the chunks instead
-            return table
+        return pa.concat_tables(self._decoders.map(read, ordered))
 
     def _shared_windows(self) -> SharedWindows | None:
         """This epoch's cache of windows shared with ranks on the same node, if any can be shared."""
@@ -232,9 +250,11 @@ class ReleaseReader:
             log.warning("no shared windows in %s: %s", directory, exc)
             return None
 
-    def _windows(self, order: EpochOrder) -> Iterator[tuple[pa.Table, np.ndarray]]:
-        """This rank's windows with the rows to take from each, in order; the next window is read
-        in the background meanwhile. Windows that other ranks of this node read too are shared."""
+    def _windows(self, order: EpochOrder) -> Iterator[tuple[Window, np.ndarray]]:
+        """This rank's windows with the rows to take from each, in order. The next
+        ``PREFETCH_WINDOWS`` windows decode in the background meanwhile (a window's blocks decode in
+        parallel too), so the decoders never wait for the consumer. Windows that other ranks of this
+        node read too are shared."""
         pieces = [piece for lo, hi in self.shard.ranges(self.consumed) for piece in order.slices(lo, hi)]
         shared = self._shared_windows()
         sharers = [
@@ -244,54 +264,58 @@ class ReleaseReader:
             for p in pieces
         ]
 
-        def read(k: int) -> pa.Table:
+        def read(k: int) -> Window:
             piece = pieces[k]
             if shared is None or sharers[k] < 2:
-                return self._read_window(piece.blocks)
-            return shared.get(piece.window, lambda: self._read_window(piece.blocks))
+                return Window(self._read_window(piece.blocks))
+            return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)))
 
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch") as pool:
-            ahead = pool.submit(read, 0) if pieces else None
+        with ThreadPoolExecutor(max_workers=PREFETCH_WINDOWS, thread_name_prefix="prefetch") as pool:
+            ahead = deque(pool.submit(read, k) for k in range(min(PREFETCH_WINDOWS, len(pieces))))
             for k, piece in enumerate(pieces):
-                assert ahead is not None
-                table = ahead.result()
-                ahead = pool.submit(read, k + 1) if k + 1 < len(pieces) else None
-                yield table, piece.rows
+                window = ahead.popleft().result()
+                if k + PREFETCH_WINDOWS < len(pieces):
+                    ahead.append(pool.submit(read, k + PREFETCH_WINDOWS))
+                yield window, piece.rows
                 if shared is not None and sharers[k] > 1:
                     shared.done(piece.window, self.shard.rank, sharers[k])
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        """Batches of exactly ``batch_size`` rows (the last may be shorter).
-
-        Rows are gathered one output batch at a time rather than a whole window at once: a small
-        gather reuses freed memory from the pool, while a window-sized one pays page faults on a
-        fresh allocation and costs several times more. Only a batch that spans two windows is
-        stitched from two gathers.
-        """
+        """Batches of exactly ``batch_size`` rows (the last may be shorter), gathered from each
+        window in its shuffled order (see :mod:`lineage.reader.gather`); only a batch that spans
+        two windows is stitched from two gathers."""
         order = EpochOrder(
             self.blocks, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window_blocks=self.window_blocks
         )
         size = self.batch_size
-        carry: list[pa.Table] = []  # gathered rows of a batch that spans windows
+        carry: list[pa.RecordBatch] = []  # gathered rows of a batch that spans windows
         carried = 0
-        for table, rows in self._windows(order):
+        for window, rows in self._windows(order):
             start = 0
             if carried:
                 start = min(size - carried, len(rows))
-                carry.append(table.take(rows[:start]))
+                carry.append(self._take(window, rows[:start]))
                 carried += start
                 if carried < size:
                     continue
-                yield _one_batch(pa.concat_tables(carry))
+                yield _stitched(carry)
                 carry, carried = [], 0
             for offset in range(start, len(rows), size):
                 idx = rows[offset : offset + size]
                 if len(idx) < size:
-                    carry, carried = [table.take(idx)], len(idx)
+                    carry, carried = [self._take(window, idx)], len(idx)
                     break
-                yield _one_batch(table.take(idx))
+                yield self._take(window, idx)
         if carried:
-            yield _one_batch(pa.concat_tables(carry))
+            yield _stitched(carry)
+
+    def _take(self, window: Window, rows: np.ndarray) -> pa.RecordBatch:
+        batch = window.take(rows)
+        return batch if self.string_views else batch.cast(self._plain_schema(batch.schema))
+
+    @staticmethod
+    def _plain_schema(schema: pa.Schema) -> pa.Schema:
+        return pa.schema([f.with_type(PLAIN_TYPES.get(f.type, f.type)) for f in schema], metadata=schema.metadata)
 
     def __iter__(self) -> Iterator[Any]:
         for batch in self._batches():
@@ -350,9 +374,9 @@ class ReleaseReader:
         self.seed, self.epoch, self.consumed = state["seed"], state["epoch"], state["samples_consumed"]
 
 
-def _one_batch(table: pa.Table) -> pa.RecordBatch:
-    """A non-empty table as a single record batch."""
-    return table.combine_chunks().to_batches()[0]
+def _stitched(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    """Batches (from two windows) as one record batch."""
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def open_release(ref: str, **kwargs: Any) -> ReleaseReader:
