@@ -163,3 +163,13 @@ def test_an_unreadable_shared_window_is_decoded_instead(release: str, settings: 
         read_all(release, settings, seed=4, rank=r, world_size=4, batch_size=8, local_world_size=4) for r in (1, 2, 3)
     ]
     assert got == expected[1:]
+
+
+def test_strings_come_as_views_unless_asked_otherwise(release: str, settings: Settings) -> None:
+    viewed = lineage.open_release(release, settings=settings, seed=1, batch_size=64, columns=["sample_id", "text"])
+    plain = lineage.open_release(
+        release, settings=settings, seed=1, batch_size=64, columns=["sample_id", "text"], string_views=False
+    )
+    a, b = list(viewed), list(plain)
+    assert a[0].schema.field("text").type == pa.string_view() and b[0].schema.field("text").type == pa.string()
+    assert [x.to_pylist() for x in a] == [y.to_pylist() for y in b]
