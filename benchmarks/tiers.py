@@ -126,7 +126,7 @@ def ceph(src: Tier, specs: list[FileSpec], args: argparse.Namespace) -> dict:
     from storage.testing.ceph_cluster import CephCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-ceph-"))
-    cluster = CephCluster(workdir)
+    cluster = CephCluster(workdir, memstore_bytes=6 << 30)  # deleted copies linger until RGW garbage-collects
     state = cluster.start()
     try:
         os.environ["BENCH_CEPH_ACCESS_KEY"], os.environ["BENCH_CEPH_SECRET_KEY"] = state.access_key, state.secret_key

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import pyarrow.fs as pafs
 
 from lineage.settings import TierConfig
+from storage.s3_put import UnsignedPut
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,24 @@ def make_filesystem(config: TierConfig, environ: Mapping[str, str] | None = None
 
         return hdfs_filesystem(config.root, config.options)
     raise ValueError(f"unknown tier kind {config.kind!r}")
+
+
+def make_uploader(config: TierConfig, environ: Mapping[str, str] | None = None) -> UnsignedPut | None:
+    """The single-PUT uploader for tier copies (see :mod:`storage.s3_put`): S3 tiers with their own
+    endpoint and static credentials only; anything else copies through pyarrow."""
+    if config.kind != "s3":
+        return None
+    scheme, host = _s3_endpoint(config)
+    access_key, secret_key = _credential(config, "access_key", environ), _credential(config, "secret_key", environ)
+    if not host or not access_key or not secret_key:
+        return None
+    return UnsignedPut(
+        f"{scheme}://{host}",
+        _s3_region(config),
+        access_key,
+        secret_key,
+        _credential(config, "session_token", environ),
+    )
 
 
 def make_storage_options(config: TierConfig, environ: Mapping[str, str] | None = None) -> dict[str, str]:

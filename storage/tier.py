@@ -14,10 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
 from lineage.settings import Settings, TierConfig, get_settings
+
+if TYPE_CHECKING:
+    from storage.s3_put import UnsignedPut
 
 # Control characters break object keys and log lines; a backslash is a separator to some parsers.
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]")
@@ -206,6 +210,18 @@ class Tier:
         native pyarrow filesystem avoids a delta-rs crash at exit and is faster.
         """
         return pafs.SubTreeFileSystem(self.path(*parts), self.filesystem)
+
+    @cached_property
+    def uploader(self) -> UnsignedPut | None:
+        """Single-request uploads for verified copies to this tier, where that applies."""
+        from storage.backends import make_uploader
+
+        return make_uploader(self.config, self.environ)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (e.g. for Spark and Ray tasks) without its clients: they hold connections and
+        secrets, and the receiving process builds its own."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("filesystem", "storage_options", "uploader")}
 
     @cached_property
     def storage_options(self) -> dict[str, str]:

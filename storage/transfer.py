@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import pyarrow.fs as pafs
 
 from storage.checksum import CHUNK_BYTES, file_digest
+from storage.s3_put import SINGLE_PUT_MAX
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
@@ -76,15 +77,27 @@ class Bandwidth:
             time.sleep(min(wait_s, 1.0))
 
 
+def _chunks(src: Tier, path: str, limit: Bandwidth) -> Iterator[bytes]:
+    """The file's bytes in chunks, at most as fast as ``limit`` allows."""
+    with src.filesystem.open_input_stream(path) as reader:
+        while chunk := reader.read(CHUNK_BYTES):
+            limit.take(len(chunk))
+            yield chunk
+
+
 def _copy_one(src: Tier, src_prefix: str, dst: Tier, dst_prefix: str, spec: FileSpec, limit: Bandwidth) -> None:
-    """Copy one file. Without a bandwidth cap, Arrow copies it natively (kernel copy on one local
-    filesystem, server-side copy within one S3 endpoint, C++ streaming otherwise)."""
-    dst_path = dst.path(dst_prefix, spec.path)
-    parent = dst_path.rsplit("/", 1)[0]
-    dst.filesystem.create_dir(parent, recursive=True)
+    """Copy one file: to an S3 gateway as a single unsigned PUT (see :mod:`storage.s3_put`), else
+    natively by Arrow without a bandwidth cap (kernel copy on one local filesystem, C++ streaming
+    otherwise), else streamed through the cap."""
+    src_path, dst_path = src.path(src_prefix, spec.path), dst.path(dst_prefix, spec.path)
+    uploader = dst.uploader if spec.size <= SINGLE_PUT_MAX else None
+    if uploader is not None:
+        uploader.put(dst_path, lambda: _chunks(src, src_path, limit), spec.size)
+        return
+    dst.filesystem.create_dir(dst_path.rsplit("/", 1)[0], recursive=True)
     if limit.rate is None:
         pafs.copy_files(
-            src.path(src_prefix, spec.path),
+            src_path,
             dst_path,
             source_filesystem=src.filesystem,
             destination_filesystem=dst.filesystem,
@@ -92,12 +105,8 @@ def _copy_one(src: Tier, src_prefix: str, dst: Tier, dst_prefix: str, spec: File
             use_threads=False,
         )
         return
-    with (
-        src.filesystem.open_input_stream(src.path(src_prefix, spec.path)) as reader,
-        dst.filesystem.open_output_stream(dst_path) as writer,
-    ):
-        while chunk := reader.read(CHUNK_BYTES):
-            limit.take(len(chunk))
+    with dst.filesystem.open_output_stream(dst_path) as writer:
+        for chunk in _chunks(src, src_path, limit):
             writer.write(chunk)
 
 

@@ -376,6 +376,9 @@ keyring = {d}/rgw/keyring
 rgw data = {d}/rgw
 {f"rgw frontends = beast endpoint=127.0.0.1:{s.ports['rgw']}" if "rgw" in s.ports else ""}
 rgw enable usage log = false
+# free deleted objects' data within seconds, not hours: the memstore OSD holds it in RAM
+rgw gc obj min wait = 0
+rgw gc processor period = 2
 """
         )
 
