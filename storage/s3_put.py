@@ -19,8 +19,10 @@ import logging
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +73,18 @@ class UnsignedPut:
     timeout: float = 300.0
 
     def __post_init__(self) -> None:
+        import httpx  # here, not at import: every tier copy imports this module
+
         self._host = self.endpoint.split("://", 1)[1]
-        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=10.0))
+        self._client: httpx.Client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=10.0))
 
     def put(self, fs_path: str, chunks: Callable[[], Iterable[bytes]], size: int) -> None:
         """Store ``size`` bytes at ``bucket/key`` (``fs_path``); ``chunks()`` gives the bytes.
 
         A dropped connection or a 5xx answer is retried once with a fresh ``chunks()``.
         """
+        import httpx
+
         path = "/" + urllib.parse.quote(fs_path, safe="/-_.~")
         for attempt in (1, 2):
             try:
