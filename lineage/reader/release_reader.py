@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
@@ -250,8 +249,8 @@ class ReleaseReader:
             log.warning("no shared windows in %s: %s", directory, exc)
             return None
 
-    def _windows(self, order: EpochOrder) -> Iterator[tuple[Window, np.ndarray]]:
-        """This rank's windows with the rows to take from each, in order. The next
+    def _windows(self, order: EpochOrder) -> Iterator[Window]:
+        """This rank's windows, each holding the rows this rank takes from it, in order. The next
         ``PREFETCH_WINDOWS`` windows decode in the background meanwhile (a window's blocks decode in
         parallel too), so the decoders never wait for the consumer. Windows that other ranks of this
         node read too are shared."""
@@ -267,8 +266,8 @@ class ReleaseReader:
         def read(k: int) -> Window:
             piece = pieces[k]
             if shared is None or sharers[k] < 2:
-                return Window(self._read_window(piece.blocks))
-            return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)))
+                return Window(self._read_window(piece.blocks), piece.rows)
+            return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)), piece.rows)
 
         with ThreadPoolExecutor(max_workers=PREFETCH_WINDOWS, thread_name_prefix="prefetch") as pool:
             ahead = deque(pool.submit(read, k) for k in range(min(PREFETCH_WINDOWS, len(pieces))))
@@ -276,7 +275,7 @@ class ReleaseReader:
                 window = ahead.popleft().result()
                 if k + PREFETCH_WINDOWS < len(pieces):
                     ahead.append(pool.submit(read, k + PREFETCH_WINDOWS))
-                yield window, piece.rows
+                yield window
                 if shared is not None and sharers[k] > 1:
                     shared.done(piece.window, self.shard.rank, sharers[k])
 
@@ -288,29 +287,29 @@ class ReleaseReader:
             self.blocks, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window_blocks=self.window_blocks
         )
         size = self.batch_size
-        carry: list[pa.RecordBatch] = []  # gathered rows of a batch that spans windows
+        carry: list[pa.RecordBatch] = []  # rows of a batch that spans windows
         carried = 0
-        for window, rows in self._windows(order):
+        for window in self._windows(order):
             start = 0
             if carried:
-                start = min(size - carried, len(rows))
-                carry.append(self._take(window, rows[:start]))
+                start = min(size - carried, window.num_rows)
+                carry.append(self._batch(window, 0, start))
                 carried += start
                 if carried < size:
                     continue
                 yield _stitched(carry)
                 carry, carried = [], 0
-            for offset in range(start, len(rows), size):
-                idx = rows[offset : offset + size]
-                if len(idx) < size:
-                    carry, carried = [self._take(window, idx)], len(idx)
+            for offset in range(start, window.num_rows, size):
+                stop = min(offset + size, window.num_rows)
+                if stop - offset < size:
+                    carry, carried = [self._batch(window, offset, stop)], stop - offset
                     break
-                yield self._take(window, idx)
+                yield self._batch(window, offset, stop)
         if carried:
             yield _stitched(carry)
 
-    def _take(self, window: Window, rows: np.ndarray) -> pa.RecordBatch:
-        batch = window.take(rows)
+    def _batch(self, window: Window, start: int, stop: int) -> pa.RecordBatch:
+        batch = window.batch(start, stop)
         return batch if self.string_views else batch.cast(self._plain_schema(batch.schema))
 
     @staticmethod

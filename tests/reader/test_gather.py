@@ -24,21 +24,24 @@ def _table() -> pa.Table:
     return pa.concat_tables([whole.slice(0, 90), whole.slice(90, 1), whole.slice(91, 150), whole.slice(241)])
 
 
-def test_gathered_rows_equal_arrow_take_in_any_order() -> None:
+def test_served_rows_equal_arrow_take_in_any_order() -> None:
     table = _table()
-    window = Window(table)
     expected = table.combine_chunks()
     for rows in (np.random.default_rng(1).permutation(300), np.arange(300)[::-1], np.array([5, 5, 0, 299])):
-        batch = window.take(rows)
-        batch.validate(full=True)
-        assert batch.schema.field("text").type == pa.string_view()
-        assert batch.schema.field("blob").type == pa.binary_view()
-        assert batch.column("text").null_count == expected.column("text").take(rows).null_count
-        assert batch.to_pylist() == expected.take(rows).to_pylist()
+        window = Window(table, rows)
+        assert window.num_rows == len(rows)
+        for start, stop in ((0, len(rows)), (1, min(3, len(rows))), (len(rows) // 2, len(rows))):
+            batch = window.batch(start, stop)
+            batch.validate(full=True)
+            assert batch.schema.field("text").type == pa.string_view()
+            assert batch.schema.field("blob").type == pa.binary_view()
+            want = expected.take(rows[start:stop])
+            assert batch.column("text").null_count == want.column("text").null_count
+            assert batch.to_pylist() == want.to_pylist()
 
 
 def test_views_cast_back_to_offsets_based_strings() -> None:
     table = _table()
     rows = np.random.default_rng(2).permutation(300)[:64]
-    text = Window(table).take(rows).column("text").cast(pa.string())
+    text = Window(table, rows).batch(0, 64).column("text").cast(pa.string())
     assert text.equals(table.combine_chunks().column("text").take(rows).combine_chunks())
