@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 STATE_VERSION = 1
 MAX_DECODE_THREADS = 8
 OPEN_FILES_PER_THREAD = 8
-PREFETCH_WINDOWS = 2
 
 
 class ManifestSource(Protocol):
@@ -202,6 +201,8 @@ class ReleaseReader:
         # the node's cores are shared by its ranks: more decoders than that only contend
         decoders = max(1, min(MAX_DECODE_THREADS, (os.cpu_count() or 2) // local))
         self._decoders = ThreadPoolExecutor(max_workers=decoders, thread_name_prefix="decode")
+        # a second window in flight keeps several decoders busy; with one it only costs memory
+        self._prefetch = 2 if decoders > 1 else 1
         self._thread = threading.local()
         node = rank // local
         self._node_ranks = range(node * local, min((node + 1) * local, world_size))
@@ -251,7 +252,7 @@ class ReleaseReader:
 
     def _windows(self, order: EpochOrder) -> Iterator[Window]:
         """This rank's windows, each holding the rows this rank takes from it, in order. The next
-        ``PREFETCH_WINDOWS`` windows decode in the background meanwhile (a window's blocks decode in
+        ``self._prefetch`` windows decode in the background meanwhile (a window's blocks decode in
         parallel too), so the decoders never wait for the consumer. Windows that other ranks of this
         node read too are shared."""
         pieces = [piece for lo, hi in self.shard.ranges(self.consumed) for piece in order.slices(lo, hi)]
@@ -269,12 +270,13 @@ class ReleaseReader:
                 return Window(self._read_window(piece.blocks), piece.rows)
             return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)), piece.rows)
 
-        with ThreadPoolExecutor(max_workers=PREFETCH_WINDOWS, thread_name_prefix="prefetch") as pool:
-            ahead = deque(pool.submit(read, k) for k in range(min(PREFETCH_WINDOWS, len(pieces))))
+        depth = self._prefetch
+        with ThreadPoolExecutor(max_workers=depth, thread_name_prefix="prefetch") as pool:
+            ahead = deque(pool.submit(read, k) for k in range(min(depth, len(pieces))))
             for k, piece in enumerate(pieces):
                 window = ahead.popleft().result()
-                if k + PREFETCH_WINDOWS < len(pieces):
-                    ahead.append(pool.submit(read, k + PREFETCH_WINDOWS))
+                if k + depth < len(pieces):
+                    ahead.append(pool.submit(read, k + depth))
                 yield window
                 if shared is not None and sharers[k] > 1:
                     shared.done(piece.window, self.shard.rank, sharers[k])
