@@ -34,15 +34,18 @@ class _ViewColumn:
     def __init__(self, column: pa.ChunkedArray, rows: np.ndarray) -> None:
         self.type = _VIEW_TYPES[column.type]
         self.data: list[pa.Buffer] = []
-        parts: list[np.ndarray] = []
+        views = np.empty((len(column), 4), dtype=np.int32)
+        at = 0
         for chunk in column.chunks:
             viewed = chunk.cast(self.type)
-            views = np.frombuffer(viewed.buffers()[1], dtype=np.int32).reshape(-1, 4)
-            views = views[viewed.offset : viewed.offset + len(viewed)].copy()
-            views[views[:, 0] > 12, 2] += len(self.data)  # values over 12 bytes live in a data buffer
-            parts.append(views)
+            part = views[at : at + len(viewed)]
+            part[:] = np.frombuffer(viewed.buffers()[1], dtype=np.int32).reshape(-1, 4)[
+                viewed.offset : viewed.offset + len(viewed)
+            ]
+            if self.data:  # values over 12 bytes point into a data buffer: shift to the shared list
+                part[part[:, 0] > 12, 2] += len(self.data)
             self.data.extend(viewed.buffers()[2:])
-        views = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int32)
+            at += len(viewed)
         self.views = views[rows]
         self.valid = None if column.null_count == 0 else np.asarray(column.is_valid())[rows]
 

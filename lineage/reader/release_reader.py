@@ -197,7 +197,7 @@ class ReleaseReader:
             job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
             source.record_read(ref, job, world_size, rank)
         self.consumed = 0
-        local = local_world_size or int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # torchrun sets it
+        local = max(1, local_world_size or int(os.environ.get("LOCAL_WORLD_SIZE") or 1))  # torchrun sets it
         # the node's cores are shared by its ranks: more decoders than that only contend
         decoders = max(1, min(MAX_DECODE_THREADS, (os.cpu_count() or 2) // local))
         self._decoders = ThreadPoolExecutor(max_workers=decoders, thread_name_prefix="decode")
