@@ -161,6 +161,8 @@ def copy_verified(
             report.bytes_copied += spec.size
         on_bytes(spec.size)
 
+    if dst.uploader is not None:  # direct PUTs create no bucket or folder: make them once, as pyarrow would
+        dst.filesystem.create_dir(dst.path(dst_prefix), recursive=True)
     todo = []
     for spec in files:
         if spec.path in skip:

@@ -73,10 +73,21 @@ def test_a_refused_put_is_a_clear_error(tmp_path: Path, ceph_s3, monkeypatch: py
     config = config.model_copy(update={"credentials_env": {**config.credentials_env, "secret_key": "WRONG_SECRET"}})
     dst = Tier(config)
     src, specs = _source(tmp_path, ["a.bin"], 1000)
+    assert dst.uploader is not None
     with pytest.raises(OSError, match="HTTP 403"):
+        dst.uploader.put(dst.path("x", "a.bin"), lambda: [b"data"], 4)
+    with pytest.raises(OSError, match="ACCESS_DENIED"):
         copy_verified(src, "", dst, "x", specs)
     with pytest.raises(FileNotFoundError):
         ceph_s3.filesystem().open_input_stream(dst.path("x", "a.bin")).read()
+
+
+def test_a_copy_creates_a_missing_bucket(tmp_path: Path, ceph_s3) -> None:
+    config = ceph_s3.tier_config().model_copy(update={"root": "s3://fresh-bucket-for-copies/x"})
+    src, specs = _source(tmp_path, ["a.bin"], 1000)
+    copy_verified(src, "", Tier(config), "y", specs)
+    with ceph_s3.filesystem().open_input_stream("fresh-bucket-for-copies/x/y/a.bin") as got:
+        assert got.read() == (tmp_path / "src" / "a.bin").read_bytes()
 
 
 def test_tiers_pickle_without_their_clients(ceph_tier: Tier) -> None:
