@@ -16,6 +16,7 @@ Usage: python benchmarks/reader.py [--gb 2.0] [--skip-ceph]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -190,6 +191,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, default=2.0)
     parser.add_argument("--skip-ceph", action="store_true", help="local tier only (the target needs both)")
+    parser.add_argument("--skip-local", action="store_true", help="Ceph tier only (the target needs both)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per side; the best counts")
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--window-blocks", type=int, help="the reader's shuffle window (default: the reader's)")
@@ -212,7 +214,7 @@ def main() -> None:
     )
     # warm-up: verify checksums once (cached), so both sides then read the same warm files
     measure(ours, home, None, ref, 1, None, total_bytes)
-    results = run_tier(home, None, ref, None, total_bytes, args.rounds)
+    results = [] if args.skip_local else run_tier(home, None, ref, None, total_bytes, args.rounds)
     if not args.skip_ceph:
         results += run_ceph(home, ref, total_bytes, args.rounds)
     header = list(results[0])
@@ -245,12 +247,15 @@ def run_ceph(home: Path, ref: str, total_bytes: int, rounds: int) -> list[dict]:
         )
         _env(home, config)
         from lineage.catalog import Catalog
-        from lineage.replicas import copy_release
+        from lineage.replicas import ReplicaError, copy_release, verify_release
         from lineage.settings import get_settings
 
         settings = get_settings()
         settings.tier_config("ceph")
-        copy_release(Catalog(settings.catalog_url or ""), settings, ref, "ceph", workers=4)
+        catalog = Catalog(settings.catalog_url or "")
+        with contextlib.suppress(ReplicaError):  # a replica recorded by an earlier run is on a cluster now gone
+            verify_release(catalog, settings, ref, "ceph")
+        copy_release(catalog, settings, ref, "ceph", workers=4)
         measure(ours, home, config, ref, 1, "ceph", total_bytes)  # verify once
         return run_tier(home, config, ref, "ceph", total_bytes, rounds)
     finally:

@@ -62,6 +62,15 @@ class ReleaseFiles:
         self._located: dict[int, tuple[Tier, str, pq.FileMetaData]] = {}
         self._cache_dir = Path(settings.home) / "verified"
 
+    @property
+    def remote(self) -> bool:
+        """Whether the preferred copy is on a network store (reads wait on requests, not on disk)."""
+        first = self.locations[0]
+        try:
+            return self.settings.tier_config(first.tier).kind != "posix"
+        except KeyError:
+            return False
+
     def _marker(self, tier: Tier, path: str, checksum: str) -> Path:
         return self._cache_dir / xxhash.xxh3_64_hexdigest(f"{tier.name}\x00{tier.uri(path)}\x00{checksum}".encode())
 

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
 MAX_DECODE_THREADS = 8
+REMOTE_DECODERS_PER_CORE = 2
 OPEN_FILES_PER_THREAD = 8
 
 
@@ -198,9 +199,12 @@ class ReleaseReader:
             source.record_read(ref, job, world_size, rank)
         self.consumed = 0
         local = max(1, local_world_size or int(os.environ.get("LOCAL_WORLD_SIZE") or 1))  # torchrun sets it
-        # the node's cores are shared by its ranks: more decoders than that only contend
-        decoders = max(1, min(MAX_DECODE_THREADS, (os.cpu_count() or 2) // local))
-        self._decoders = ThreadPoolExecutor(max_workers=decoders, thread_name_prefix="decode")
+        # the node's cores are shared by its ranks: more decoders than that only contend, unless
+        # they mostly wait for an object store
+        remote = self.files.remote
+        per_core = REMOTE_DECODERS_PER_CORE if remote else 1
+        decoders = max(2 if remote else 1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // local))
+        self._decoders = ThreadPoolExecutor(decoders, thread_name_prefix="decode") if decoders > 1 else None
         # a second window in flight keeps several decoders busy; with one it only costs memory
         self._prefetch = 2 if decoders > 1 else 1
         self._thread = threading.local()
@@ -236,6 +240,8 @@ class ReleaseReader:
         def read(block: Block) -> pa.Table:
             return self._handle(block.file).read_row_group(block.row_group, columns=self.columns, use_threads=False)
 
+        if self._decoders is None:  # one decoder: this (prefetch) thread is it
+            return pa.concat_tables([read(block) for block in ordered])
         return pa.concat_tables(self._decoders.map(read, ordered))
 
     def _shared_windows(self) -> SharedWindows | None:
