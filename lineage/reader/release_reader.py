@@ -201,9 +201,8 @@ class ReleaseReader:
         local = max(1, local_world_size or int(os.environ.get("LOCAL_WORLD_SIZE") or 1))  # torchrun sets it
         # the node's cores are shared by its ranks: more decoders than that only contend, unless
         # they mostly wait for an object store
-        remote = self.files.remote
-        per_core = REMOTE_DECODERS_PER_CORE if remote else 1
-        decoders = max(2 if remote else 1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // local))
+        per_core = REMOTE_DECODERS_PER_CORE if self.files.remote else 1
+        decoders = max(1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // local))
         self._decoders = ThreadPoolExecutor(decoders, thread_name_prefix="decode") if decoders > 1 else None
         # a second window in flight keeps several decoders busy; with one it only costs memory
         self._prefetch = 2 if decoders > 1 else 1
