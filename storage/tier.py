@@ -219,9 +219,15 @@ class Tier:
         return make_uploader(self.config, self.environ)
 
     def __getstate__(self) -> dict[str, object]:
-        """Pickled (e.g. for Spark and Ray tasks) without its clients: they hold connections and
-        secrets, and the receiving process builds its own."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("filesystem", "storage_options", "uploader")}
+        """Pickled (e.g. for Spark and Ray tasks) without its clients and settings: they hold
+        connections and secrets (credentials, the catalog URL, the service token), and the
+        receiving process builds or loads its own."""
+        skip = ("filesystem", "storage_options", "uploader", "settings")
+        return {k: v for k, v in self.__dict__.items() if k not in skip}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.__dict__["settings"] = get_settings()
 
     @cached_property
     def storage_options(self) -> dict[str, str]:

@@ -94,6 +94,7 @@ def test_tiers_pickle_without_their_clients(ceph_tier: Tier) -> None:
     assert isinstance(ceph_tier.uploader, UnsignedPut) and ceph_tier.filesystem is not None
     clone = pickle.loads(pickle.dumps(ceph_tier))
     assert not {"uploader", "filesystem", "storage_options"} & set(clone.__dict__)
+    assert ceph_tier.settings.catalog_url not in pickle.dumps(ceph_tier).decode("latin-1")
     assert isinstance(clone.filesystem, pafs.S3FileSystem)
 
 
