@@ -32,8 +32,13 @@ STALE_SECONDS = 24 * 3600
 
 class SharedWindows:
     def __init__(self, directory: Path, key: str) -> None:
-        self.directory, self.key = directory, key
-        directory.mkdir(parents=True, exist_ok=True)
+        # one private folder per user: /dev/shm is writable by everyone, and a window planted by
+        # someone else would be served as training data
+        self.directory, self.key = directory / f"uid-{os.getuid()}", key
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = self.directory.stat()
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise PermissionError(f"{self.directory} is not private to this user; not sharing windows there")
         self._sweep()
 
     def _sweep(self) -> None:

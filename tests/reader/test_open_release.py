@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -149,7 +150,7 @@ def test_ranks_of_a_node_decode_each_window_once_and_leave_nothing_behind(
     ]
     assert shared == private
     assert len(decoded) == len(set(decoded))  # two nodes of 4 ranks: each node decodes a window once
-    assert not list((tmp_path / "shm").iterdir())  # the last sharer of each window deleted it
+    assert not [p for p in (tmp_path / "shm").rglob("*") if p.is_file()]  # the last sharer deleted each window
 
 
 def test_an_unreadable_shared_window_is_decoded_instead(release: str, settings: Settings, tmp_path: Path) -> None:
@@ -157,7 +158,7 @@ def test_an_unreadable_shared_window_is_decoded_instead(release: str, settings: 
     expected = [read_all(release, settings, seed=4, rank=r, world_size=4, batch_size=8) for r in range(4)]
     first = lineage.open_release(release, settings=settings, seed=4, rank=0, world_size=4, local_world_size=4)
     sum(b.num_rows for b in first)  # publishes the window it shares with rank 1
-    (published,) = (tmp_path / "shm").glob("*.arrow")
+    (published,) = (tmp_path / "shm").rglob("*.arrow")
     published.write_bytes(b"not arrow")
     got = [
         read_all(release, settings, seed=4, rank=r, world_size=4, batch_size=8, local_world_size=4) for r in (1, 2, 3)
@@ -173,3 +174,13 @@ def test_strings_come_as_views_unless_asked_otherwise(release: str, settings: Se
     a, b = list(viewed), list(plain)
     assert a[0].schema.field("text").type == pa.string_view() and b[0].schema.field("text").type == pa.string()
     assert [x.to_pylist() for x in a] == [y.to_pylist() for y in b]
+
+
+def test_a_shared_folder_others_can_write_is_not_used(release: str, settings: Settings, tmp_path: Path) -> None:
+    settings.reader_shared_dir = tmp_path / "shm"
+    private = tmp_path / "shm" / f"uid-{os.getuid()}"
+    private.mkdir(parents=True)
+    private.chmod(0o777)  # as if someone else had made it first
+    expected = [read_all(release, settings, seed=6, rank=r, world_size=4) for r in range(4)]
+    got = [read_all(release, settings, seed=6, rank=r, world_size=4, local_world_size=4) for r in range(4)]
+    assert got == expected and not list(private.iterdir())
