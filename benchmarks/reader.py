@@ -28,7 +28,6 @@ from pathlib import Path
 from common import WORK, edited_copies, read_corpus
 
 COLUMNS = ["sample_id", "text"]
-RANKS = [1, 8]
 
 
 def build_release(gb: float) -> tuple[Path, str]:
@@ -162,10 +161,12 @@ def measure(fn, home: Path, config: Path | None, ref: str, world: int, tier: str
     }
 
 
-def run_tier(home: Path, config: Path | None, ref: str, tier: str | None, total_bytes: int, rounds: int) -> list[dict]:
+def run_tier(
+    home: Path, config: Path | None, ref: str, tier: str | None, total_bytes: int, rounds: int, ranks: list[int]
+) -> list[dict]:
     """Best of ``rounds`` per side, the two sides interleaved so drift in machine load hits both."""
     rows = []
-    for world in RANKS:
+    for world in ranks:
         runs: dict[str, list[dict]] = {"plain": [], "ours": []}
         for _ in range(rounds):
             runs["plain"].append(measure(plain, home, config, ref, world, tier, total_bytes))
@@ -198,7 +199,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.window_blocks:
         os.environ["BENCH_READER_OPTIONS"] = json.dumps({"window_blocks": args.window_blocks})
-    RANKS[:] = args.ranks
     home, ref = build_release(args.gb)
     _env(home, None)
     from lineage.catalog import Catalog
@@ -214,9 +214,9 @@ def main() -> None:
     )
     # warm-up: verify checksums once (cached), so both sides then read the same warm files
     measure(ours, home, None, ref, 1, None, total_bytes)
-    results = [] if args.skip_local else run_tier(home, None, ref, None, total_bytes, args.rounds)
+    results = [] if args.skip_local else run_tier(home, None, ref, None, total_bytes, args.rounds, args.ranks)
     if not args.skip_ceph:
-        results += run_ceph(home, ref, total_bytes, args.rounds)
+        results += run_ceph(home, ref, total_bytes, args.rounds, args.ranks)
     header = list(results[0])
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
@@ -228,7 +228,7 @@ def main() -> None:
         sys.exit(1)
 
 
-def run_ceph(home: Path, ref: str, total_bytes: int, rounds: int) -> list[dict]:
+def run_ceph(home: Path, ref: str, total_bytes: int, rounds: int, ranks: list[int]) -> list[dict]:
     import tempfile
 
     from storage.testing.ceph_cluster import CephCluster
@@ -257,7 +257,7 @@ def run_ceph(home: Path, ref: str, total_bytes: int, rounds: int) -> list[dict]:
             verify_release(catalog, settings, ref, "ceph")
         copy_release(catalog, settings, ref, "ceph", workers=4)
         measure(ours, home, config, ref, 1, "ceph", total_bytes)  # verify once
-        return run_tier(home, config, ref, "ceph", total_bytes, rounds)
+        return run_tier(home, config, ref, "ceph", total_bytes, rounds, ranks)
     finally:
         cluster.stop(remove=True)
 
