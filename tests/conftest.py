@@ -61,6 +61,26 @@ def write_jsonl(path: Path, records: list[dict], compress: bool = False) -> Path
     return path
 
 
+def publish_records(tmp_path: Path, settings: Settings, catalog: Catalog, records: list[dict], ref: str) -> str:
+    """Run the default pipeline over ``records`` into dataset ``name`` and publish ``name@tag``."""
+    from lineage.releases import publish
+    from pipelines.runner import Runner
+    from pipelines.spec import PipelineSpec
+
+    name = ref.split("@", 1)[0]
+    write_jsonl(tmp_path / "src" / f"{name}.jsonl", records)
+    spec = PipelineSpec.model_validate(
+        {
+            "name": name,
+            "inputs": [{"dataset": name, "path": str(tmp_path / "src"), "id_field": "id"}],
+            "output": {"dataset": name},
+        }
+    )
+    Runner(settings, catalog).run(spec)
+    publish(catalog, settings, ref)
+    return ref
+
+
 FAMILY = (
     "GNU C library: shared libraries. Contains the standard libraries that are used by nearly all "
     "programs on the system. This package includes shared versions of the standard C library and the "

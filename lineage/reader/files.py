@@ -87,7 +87,7 @@ class ReleaseFiles:
         self._cache_dir.mkdir(parents=True, exist_ok=True)
         marker.write_text(entry["xxh3_128"])
 
-    def _locate(self, index: int) -> tuple[Tier, str, pq.FileMetaData]:
+    def locate(self, index: int) -> tuple[Tier, str, pq.FileMetaData]:
         """The file's tier, path and footer, from the first location where it opens (and verifies)."""
         if index in self._located:
             return self._located[index]
@@ -117,10 +117,10 @@ class ReleaseFiles:
 
         Callers keep one per thread: a Parquet handle is never shared between threads.
         """
-        tier, path, footer = self._locate(index)
+        tier, path, footer = self.locate(index)
         return pq.ParquetFile(tier.filesystem.open_input_file(path), metadata=footer)
 
     def row_groups(self, index: int) -> list[int]:
         """Row counts of a file's row groups (from its footer)."""
-        footer = self._locate(index)[2]
+        footer = self.locate(index)[2]
         return [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]

@@ -19,7 +19,12 @@ import numpy as np
 import pyarrow as pa
 
 _VIEW_TYPES = {pa.string(): pa.string_view(), pa.binary(): pa.binary_view()}
-PLAIN_TYPES = {view: plain for plain, view in _VIEW_TYPES.items()}
+_PLAIN_TYPES = {view: plain for plain, view in _VIEW_TYPES.items()}
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with view types back to ``string``/``binary`` (what ``string_views=False`` gives)."""
+    return pa.schema([f.with_type(_PLAIN_TYPES.get(f.type, f.type)) for f in schema], metadata=schema.metadata)
 
 
 class _ViewColumn:

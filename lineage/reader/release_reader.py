@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, ordered_locations
-from lineage.reader.gather import PLAIN_TYPES, Window
+from lineage.reader.gather import Window, plain_schema
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
 from lineage.reader.shared_windows import SharedWindows
 from lineage.settings import Settings, get_settings
@@ -234,7 +234,7 @@ class ReleaseReader:
         """
         ordered = sorted(blocks, key=lambda b: (b.file, b.row_group))
         for block in ordered:  # locate and verify files here, in order, not racing in the decoders
-            self.files.row_groups(block.file)
+            self.files.locate(block.file)
 
         def read(block: Block) -> pa.Table:
             return self._handle(block.file).read_row_group(block.row_group, columns=self.columns, use_threads=False)
@@ -317,11 +317,7 @@ class ReleaseReader:
 
     def _batch(self, window: Window, start: int, stop: int) -> pa.RecordBatch:
         batch = window.batch(start, stop)
-        return batch if self.string_views else batch.cast(self._plain_schema(batch.schema))
-
-    @staticmethod
-    def _plain_schema(schema: pa.Schema) -> pa.Schema:
-        return pa.schema([f.with_type(PLAIN_TYPES.get(f.type, f.type)) for f in schema], metadata=schema.metadata)
+        return batch if self.string_views else batch.cast(plain_schema(batch.schema))
 
     def __iter__(self) -> Iterator[Any]:
         for batch in self._batches():

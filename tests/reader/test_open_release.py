@@ -11,11 +11,8 @@ import lineage
 from lineage.catalog import Catalog, ReleaseRead
 from lineage.reader.files import ChecksumMismatch
 from lineage.reader.release_reader import ReleaseReader
-from lineage.releases import publish
 from lineage.settings import Settings
-from pipelines.runner import Runner
-from pipelines.spec import PipelineSpec
-from tests.conftest import write_jsonl
+from tests.conftest import publish_records
 
 N = 301  # a prime: every world size leaves a remainder
 
@@ -25,17 +22,8 @@ def release(tmp_path: Path, settings: Settings, catalog: Catalog) -> str:
     """A release of N samples in several files of several small row groups."""
     settings.parquet_row_group_rows = 16
     settings.parquet_file_rows = 80
-    write_jsonl(tmp_path / "src" / "d.jsonl", [{"id": i, "text": f"document number {i}"} for i in range(N)])
-    spec = PipelineSpec.model_validate(
-        {
-            "name": "r",
-            "inputs": [{"dataset": "d", "path": str(tmp_path / "src"), "id_field": "id"}],
-            "output": {"dataset": "d"},
-        }
-    )
-    Runner(settings, catalog).run(spec)
-    publish(catalog, settings, "d@v1")
-    return "d@v1"
+    records = [{"id": i, "text": f"document number {i}"} for i in range(N)]
+    return publish_records(tmp_path, settings, catalog, records, "d@v1")
 
 
 def read_all(ref: str, settings: Settings, **kw) -> list[str]:

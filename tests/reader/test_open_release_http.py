@@ -20,10 +20,8 @@ from lineage.reader.files import ChecksumMismatch
 from lineage.releases import ReleaseNotFound, get_release
 from lineage.service.core import Service
 from lineage.settings import Settings
-from pipelines.runner import Runner
-from pipelines.spec import PipelineSpec
 from tests.api.conftest import BACKENDS, ServerThread, make_settings
-from tests.conftest import write_jsonl
+from tests.conftest import publish_records
 
 N = 301  # a prime: every world size leaves a remainder
 REF = "d@v1"
@@ -43,16 +41,8 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     tmp = tmp_path_factory.mktemp(f"http-reader-{request.param}")
     settings = make_settings(tmp, request.param, request, parquet_row_group_rows=16, parquet_file_rows=80)
     service = Service(settings)
-    write_jsonl(tmp / "src" / "d.jsonl", [{"id": i, "text": f"document number {i}"} for i in range(N)])
-    spec = PipelineSpec.model_validate(
-        {
-            "name": "r",
-            "inputs": [{"dataset": "d", "path": str(tmp / "src"), "id_field": "id"}],
-            "output": {"dataset": "d"},
-        }
-    )
-    Runner(settings, service.catalog).run(spec)
-    service.create_release({"name": "d", "tag": "v1"})
+    records = [{"id": i, "text": f"document number {i}"} for i in range(N)]
+    publish_records(tmp, settings, service.catalog, records, REF)
     token = service.create_token("trainer", "reader").token
     with ServerThread(create_app(settings, service)) as srv:
         yield Served(settings, service, srv.url, token)

@@ -9,11 +9,9 @@ from sqlalchemy import select
 
 import lineage
 from lineage.catalog import Catalog, Replica
-from lineage.releases import get_release, publish
+from lineage.releases import get_release
 from lineage.settings import Settings, TierConfig
-from pipelines.runner import Runner
-from pipelines.spec import PipelineSpec
-from tests.conftest import write_jsonl
+from tests.conftest import publish_records
 
 
 @pytest.fixture
@@ -27,17 +25,8 @@ def release(tmp_path: Path, settings: Settings, catalog: Catalog) -> str:
     """A release spread over several files, so copies can be interrupted between files."""
     settings.parquet_file_rows = 40
     settings.parquet_row_group_rows = 20
-    write_jsonl(tmp_path / "src" / "d.jsonl", [{"id": i, "text": f"text of document {i} " * 20} for i in range(200)])
-    spec = PipelineSpec.model_validate(
-        {
-            "name": "r",
-            "inputs": [{"dataset": "d", "path": str(tmp_path / "src"), "id_field": "id"}],
-            "output": {"dataset": "d"},
-        }
-    )
-    Runner(settings, catalog).run(spec)
-    publish(catalog, settings, "d@v1")
-    return "d@v1"
+    records = [{"id": i, "text": f"text of document {i} " * 20} for i in range(200)]
+    return publish_records(tmp_path, settings, catalog, records, "d@v1")
 
 
 def replicas(catalog: Catalog, ref: str) -> dict[str, Replica]:
