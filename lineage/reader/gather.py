@@ -4,10 +4,12 @@ A shuffled batch is a gather: its rows come from anywhere in the window. Gatheri
 columns copies every byte of every document again, which costs about as much as decoding them.
 Instead, string and binary columns are turned into Arrow *view* arrays (``string_view``,
 ``binary_view``): 16 bytes per value, holding the length and either the value itself (up to 12
-bytes) or a prefix, a buffer index and an offset into the decoded data. A window's views are
-gathered into serving order once, right after decoding while they are in cache, and each batch is
-a slice of them pointing at the window's data buffers (which it keeps alive), so a shuffled batch
-costs about as much as a sequential one. View arrays read like strings everywhere in Arrow
+bytes) or a prefix, a buffer index and an offset into the decoded data. Each row group is turned
+into views by the thread that decoded it, while its data is in cache (:func:`as_views`). A
+window's views are joined (Arrow renumbers their buffer indices, the data is not copied) and
+gathered into serving order once, as fixed-size 16-byte values; each batch is then a zero-copy
+slice pointing at the window's data buffers (which it keeps alive), so a shuffled batch costs
+about as much as a sequential one. View arrays read like strings everywhere in Arrow
 (``to_pylist``, pandas, Polars, DuckDB); ``.cast(pa.string())`` gives offsets-based strings.
 
 Other columns are gathered by Arrow's ``take``, once per window.
@@ -20,6 +22,13 @@ import pyarrow as pa
 
 _VIEW_TYPES = {pa.string(): pa.string_view(), pa.binary(): pa.binary_view()}
 _PLAIN_TYPES = {view: plain for plain, view in _VIEW_TYPES.items()}
+_VIEW = pa.binary(16)  # one view: length, then the value inline or (prefix, buffer index, offset)
+
+
+def as_views(table: pa.Table) -> pa.Table:
+    """``table`` with its string and binary columns cast to views (the data buffers are shared, not copied)."""
+    fields = [f.with_type(_VIEW_TYPES[f.type]) if f.type in _VIEW_TYPES else f for f in table.schema]
+    return table if fields == list(table.schema) else table.cast(pa.schema(fields, metadata=table.schema.metadata))
 
 
 def plain_schema(schema: pa.Schema) -> pa.Schema:
@@ -27,62 +36,37 @@ def plain_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_type(_PLAIN_TYPES.get(f.type, f.type)) for f in schema], metadata=schema.metadata)
 
 
-class _ViewColumn:
-    """A string/binary column of a window as views over its chunks' data buffers, in the order
-    the window's rows are served.
+def _gathered_views(column: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """A view column's ``rows``, in order, over its chunks' data buffers.
 
-    Arrow's cast to a view type builds the views without copying the data; the chunks' views are
-    joined into one array, their buffer indices shifted to a shared list of data buffers, and
-    gathered into serving order at once, while the views are still in cache.
+    Arrow has no ``take`` for view types, so the views (with their validity) are taken as 16-byte
+    fixed-size values and wrapped again with the joined data buffers.
     """
-
-    def __init__(self, column: pa.ChunkedArray, rows: np.ndarray) -> None:
-        self.type = _VIEW_TYPES[column.type]
-        self.data: list[pa.Buffer] = []
-        views = np.empty((len(column), 4), dtype=np.int32)
-        at = 0
-        for chunk in column.chunks:
-            viewed = chunk.cast(self.type)
-            part = views[at : at + len(viewed)]
-            part[:] = np.frombuffer(viewed.buffers()[1], dtype=np.int32).reshape(-1, 4)[
-                viewed.offset : viewed.offset + len(viewed)
-            ]
-            if self.data:  # values over 12 bytes point into a data buffer: shift to the shared list
-                part[part[:, 0] > 12, 2] += len(self.data)
-            self.data.extend(viewed.buffers()[2:])
-            at += len(viewed)
-        self.views = views[rows]
-        self.valid = None if column.null_count == 0 else np.asarray(column.is_valid())[rows]
-
-    def slice(self, start: int, stop: int) -> pa.Array:
-        validity, nulls = None, 0
-        if self.valid is not None:
-            keep = self.valid[start:stop]
-            nulls = len(keep) - int(keep.sum())
-            validity = pa.py_buffer(np.packbits(keep, bitorder="little")) if nulls else None
-        views = pa.py_buffer(self.views[start:stop])
-        return pa.Array.from_buffers(self.type, stop - start, [validity, views, *self.data], null_count=nulls)
+    joined = pa.concat_arrays(column.chunks) if column.num_chunks else pa.array([], column.type)
+    validity, views, *data = joined.buffers()
+    fixed = pa.Array.from_buffers(_VIEW, len(joined), [validity, views], offset=joined.offset)
+    taken = fixed.take(rows)
+    return pa.Array.from_buffers(column.type, len(taken), [*taken.buffers(), *data])
 
 
 class Window:
-    """A decoded window's ``rows`` (indices into it), ready to be served in that order as batches."""
+    """A decoded window's ``rows`` (indices into it), ready to be served in that order as batches.
+
+    ``table`` is the window's row groups after :func:`as_views`.
+    """
 
     def __init__(self, table: pa.Table, rows: np.ndarray) -> None:
-        columns: list[_ViewColumn | pa.Array] = []
-        fields = []
+        arrays = []
         for field, column in zip(table.schema, table.columns, strict=True):
-            if field.type in _VIEW_TYPES:
-                columns.append(_ViewColumn(column, rows))
-                fields.append(field.with_type(_VIEW_TYPES[field.type]))
+            if field.type in _PLAIN_TYPES:
+                arrays.append(_gathered_views(column, rows))
             else:
                 taken = column.take(rows)
-                columns.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken)
-                fields.append(field)
-        self.columns = columns
-        self.schema = pa.schema(fields, metadata=table.schema.metadata)
+                arrays.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken)
+        self.served = pa.RecordBatch.from_arrays(arrays, schema=table.schema)
+        self.schema = table.schema
         self.num_rows = len(rows)
 
     def batch(self, start: int, stop: int) -> pa.RecordBatch:
         """Rows ``[start, stop)`` of the serving order."""
-        arrays = [c.slice(start, stop) if isinstance(c, _ViewColumn) else c[start:stop] for c in self.columns]
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        return self.served.slice(start, stop - start)

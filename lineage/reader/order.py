@@ -33,11 +33,17 @@ class Block:
 
 @dataclass(frozen=True)
 class WindowSlice:
-    """Rows ``rows`` (indices into the window's concatenated blocks, in order) of one window."""
+    """Positions ``[start, stop)`` of one window's permutation: which of the window's rows
+    (indices into its concatenated blocks) are served, see :meth:`EpochOrder.rows`."""
 
     window: int
     blocks: tuple[Block, ...]
-    rows: np.ndarray
+    start: int
+    stop: int
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
 
 
 class EpochOrder:
@@ -77,7 +83,12 @@ class EpochOrder:
                 break
             a, b = max(lo, start) - start, min(hi, end) - start
             if a < b:
-                yield WindowSlice(w, self.windows[w], self.window_permutation(w)[a:b])
+                yield WindowSlice(w, self.windows[w], a, b)
+
+    def rows(self, piece: WindowSlice) -> np.ndarray:
+        """The rows of ``piece``'s window that it serves, in order. Drawing a window's permutation
+        takes about a millisecond, so readers draw them as they go, not all up front."""
+        return self.window_permutation(piece.window)[piece.start : piece.stop]
 
 
 @dataclass(frozen=True)

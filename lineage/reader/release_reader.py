@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, ordered_locations
-from lineage.reader.gather import Window, plain_schema
+from lineage.reader.gather import Window, as_views, plain_schema
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
 from lineage.reader.shared_windows import SharedWindows
 from lineage.settings import Settings, get_settings
@@ -227,7 +227,7 @@ class ReleaseReader:
         return handles[file]
 
     def _read_window(self, blocks: tuple[Block, ...]) -> pa.Table:
-        """The window's rows, in (file, row group) order (one chunk per row group).
+        """The window's rows, in (file, row group) order (one chunk per row group), strings as views.
 
         Row groups decode in parallel, each thread through its own file handles (Arrow releases
         the GIL), so one window uses every core even when its blocks come from a single file.
@@ -237,7 +237,8 @@ class ReleaseReader:
             self.files.locate(block.file)
 
         def read(block: Block) -> pa.Table:
-            return self._handle(block.file).read_row_group(block.row_group, columns=self.columns, use_threads=False)
+            decoded = self._handle(block.file).read_row_group(block.row_group, columns=self.columns, use_threads=False)
+            return as_views(decoded)
 
         if self._decoders is None:  # one decoder: this (prefetch) thread is it
             return pa.concat_tables([read(block) for block in ordered])
@@ -264,7 +265,7 @@ class ReleaseReader:
         shared = self._shared_windows()
         sharers = [
             self.shard.readers(int(order.starts[p.window]), int(order.starts[p.window + 1]), self._node_ranks)
-            if shared is not None and len(p.rows) < order.window_size(p.window)
+            if shared is not None and p.size < order.window_size(p.window)
             else 1
             for p in pieces
         ]
@@ -272,8 +273,8 @@ class ReleaseReader:
         def read(k: int) -> Window:
             piece = pieces[k]
             if shared is None or sharers[k] < 2:
-                return Window(self._read_window(piece.blocks), piece.rows)
-            return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)), piece.rows)
+                return Window(self._read_window(piece.blocks), order.rows(piece))
+            return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)), order.rows(piece))
 
         depth = self._prefetch
         with ThreadPoolExecutor(max_workers=depth, thread_name_prefix="prefetch") as pool:

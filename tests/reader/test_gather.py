@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lineage.reader.gather import Window
+from lineage.reader.gather import Window, as_views
 
 
 def _table() -> pa.Table:
@@ -28,7 +28,7 @@ def test_served_rows_equal_arrow_take_in_any_order() -> None:
     table = _table()
     expected = table.combine_chunks()
     for rows in (np.random.default_rng(1).permutation(300), np.arange(300)[::-1], np.array([5, 5, 0, 299])):
-        window = Window(table, rows)
+        window = Window(as_views(table), rows)
         assert window.num_rows == len(rows)
         for start, stop in ((0, len(rows)), (1, min(3, len(rows))), (len(rows) // 2, len(rows))):
             batch = window.batch(start, stop)
@@ -43,5 +43,5 @@ def test_served_rows_equal_arrow_take_in_any_order() -> None:
 def test_views_cast_back_to_offsets_based_strings() -> None:
     table = _table()
     rows = np.random.default_rng(2).permutation(300)[:64]
-    text = Window(table, rows).batch(0, 64).column("text").cast(pa.string())
+    text = Window(as_views(table), rows).batch(0, 64).column("text").cast(pa.string())
     assert text.equals(table.combine_chunks().column("text").take(rows).combine_chunks())
