@@ -14,11 +14,11 @@ from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import xxhash
 
-from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, ordered_locations
+from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, RowGroupDecoder, ordered_locations
 from lineage.reader.gather import Window, as_views, plain_schema
+from lineage.reader.memory import reader_pool
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
 from lineage.reader.shared_windows import SharedWindows
 from lineage.settings import Settings, get_settings
@@ -161,6 +161,7 @@ class ReleaseReader:
         window_blocks: int = 4,
         string_views: bool = True,
         local_world_size: int | None = None,
+        decode_threads: int | None = None,
         verify: bool = True,
         prefer_tier: str | None = None,
         job: str | None = None,
@@ -178,11 +179,15 @@ class ReleaseReader:
         self.columns, self.as_dicts, self.shuffle, self.window_blocks = columns, as_dicts, shuffle, window_blocks
         self.string_views = string_views
         self.settings = settings or get_settings()
+        self.pool = reader_pool(self.settings.reader_memory_pool)
         with ExitStack() as opened:
             if source is None:
                 source = opened.enter_context(manifest_source(self.settings, client=client, url=url, token=token))
             manifest, self.digest, replicas = source.manifest(ref)
             self.manifest = manifest
+            known = [f["name"] for f in manifest["schema"]["fields"]]
+            if unknown := sorted(set(columns or ()) - set(known)):
+                raise ValueError(f"release {ref} has no column {', '.join(unknown)}; it has {', '.join(known)}")
             self.files = ReleaseFiles(
                 manifest, ordered_locations(manifest, replicas, prefer_tier, self.settings), self.settings, verify
             )
@@ -202,7 +207,7 @@ class ReleaseReader:
         # the node's cores are shared by its ranks: more decoders than that only contend, unless
         # they mostly wait for an object store
         per_core = REMOTE_DECODERS_PER_CORE if self.files.remote else 1
-        decoders = max(1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // local))
+        decoders = decode_threads or max(1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // local))
         self._decoders = ThreadPoolExecutor(decoders, thread_name_prefix="decode") if decoders > 1 else None
         # a second window in flight keeps several decoders busy; with one it only costs memory
         self._prefetch = 2 if decoders > 1 else 1
@@ -215,13 +220,13 @@ class ReleaseReader:
         """Samples this rank reads per epoch."""
         return self.shard.samples
 
-    def _handle(self, file: int) -> pq.ParquetFile:
+    def _handle(self, file: int) -> RowGroupDecoder:
         """This thread's reader of ``file`` (a few stay open per thread, least recently used out)."""
-        handles: OrderedDict[int, pq.ParquetFile] = self._thread.__dict__.setdefault("handles", OrderedDict())
+        handles: OrderedDict[int, RowGroupDecoder] = self._thread.__dict__.setdefault("handles", OrderedDict())
         if file in handles:
             handles.move_to_end(file)
         else:
-            handles[file] = self.files.open(file)
+            handles[file] = self.files.open(file, self.pool)
             if len(handles) > OPEN_FILES_PER_THREAD:
                 handles.popitem(last=False)[1].close()
         return handles[file]
@@ -237,8 +242,8 @@ class ReleaseReader:
             self.files.locate(block.file)
 
         def read(block: Block) -> pa.Table:
-            decoded = self._handle(block.file).read_row_group(block.row_group, columns=self.columns, use_threads=False)
-            return as_views(decoded)
+            decoded = self._handle(block.file).read_row_group(block.row_group, self.columns)
+            return as_views(decoded, self.pool)
 
         if self._decoders is None:  # one decoder: this (prefetch) thread is it
             return pa.concat_tables([read(block) for block in ordered])
@@ -273,8 +278,9 @@ class ReleaseReader:
         def read(k: int) -> Window:
             piece = pieces[k]
             if shared is None or sharers[k] < 2:
-                return Window(self._read_window(piece.blocks), order.rows(piece))
-            return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)), order.rows(piece))
+                return Window(self._read_window(piece.blocks), order.rows(piece), self.pool)
+            window = shared.get(piece.window, lambda: self._read_window(piece.blocks))
+            return Window(window, order.rows(piece), self.pool)
 
         depth = self._prefetch
         with ThreadPoolExecutor(max_workers=depth, thread_name_prefix="prefetch") as pool:
