@@ -87,9 +87,6 @@ class Settings(BaseSettings):
     service_token: SecretStr | None = None  # its bearer token (the reader role is enough); best set in the env
     # windows that ranks of one node both read are decoded once and shared here (None: never)
     reader_shared_dir: Path | None = Path("/dev/shm/lineage-windows")
-    # the Arrow memory pool the reader decodes into (see lineage.reader.memory): jemalloc recycles
-    # the windows' memory, pyarrow's default (mimalloc) faults it in again; "default" is pyarrow's
-    reader_memory_pool: Literal["jemalloc", "mimalloc", "system", "default"] = "jemalloc"
 
     @model_validator(mode="after")
     def _defaults(self) -> Settings:

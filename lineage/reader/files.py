@@ -7,10 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
-from pyarrow._parquet import ParquetReader
 
 from lineage.settings import Settings
 from storage.checksum import file_digest
@@ -50,30 +48,6 @@ def ordered_locations(
         return (loc.tier != prefer_tier, _CLASS_ORDER[tier_class])
 
     return sorted(locations, key=rank)
-
-
-class RowGroupDecoder:
-    """Decodes one file's row groups into a given memory pool.
-
-    ``pq.ParquetFile`` always decodes into pyarrow's default pool; the reader underneath it takes
-    a pool, so this wraps that reader (``pyarrow._parquet.ParquetReader``, the same since pyarrow 1).
-    """
-
-    def __init__(self, source: pa.NativeFile, footer: pq.FileMetaData, pool: pa.MemoryPool, *, pre_buffer: bool):
-        self._source = source
-        self._reader = ParquetReader(memory_pool=pool)
-        self._reader.open(source, metadata=footer, pre_buffer=pre_buffer)
-        self._leaves: dict[str, list[int]] = {}
-        for i in range(footer.num_columns):  # a top-level column is all its leaves (structs, lists)
-            self._leaves.setdefault(footer.schema.column(i).path.split(".", 1)[0], []).append(i)
-
-    def read_row_group(self, index: int, columns: list[str] | None) -> pa.Table:
-        indices = None if columns is None else [i for c in columns for i in self._leaves[c]]
-        return self._reader.read_row_groups([index], column_indices=indices, use_threads=False)
-
-    def close(self) -> None:
-        self._reader.close()
-        self._source.close()
 
 
 class ReleaseFiles:
@@ -138,16 +112,15 @@ class ReleaseFiles:
         error = ChecksumMismatch if mismatch else OSError
         raise error(f"no good copy of {entry['path']}: " + "; ".join(errors))
 
-    def open(self, index: int, pool: pa.MemoryPool) -> RowGroupDecoder:
-        """A new decoder of the file's good copy, decoding into ``pool``; the footer is not read again.
+    def open(self, index: int) -> pq.ParquetFile:
+        """A new reader of the file's good copy; its footer is read only once per reader object.
 
         Callers keep one per thread: a Parquet handle is never shared between threads.
         """
         tier, path, footer = self.locate(index)
-        # A local file reads its column chunks into ``pool`` too. On an object store, pre-buffering
-        # coalesces a row group's column chunks into few, concurrent requests (locally it is a copy).
-        source = pa.OSFile(path, memory_pool=pool) if tier.kind == "posix" else tier.filesystem.open_input_file(path)
-        return RowGroupDecoder(source, footer, pool, pre_buffer=self.remote)
+        # pre-buffering coalesces a row group's column chunks into few, concurrent requests: a win
+        # on an object store, an extra copy on a local disk
+        return pq.ParquetFile(tier.filesystem.open_input_file(path), metadata=footer, pre_buffer=self.remote)
 
     def row_groups(self, index: int) -> list[int]:
         """Row counts of a file's row groups (from its footer)."""

@@ -19,21 +19,16 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 _VIEW_TYPES = {pa.string(): pa.string_view(), pa.binary(): pa.binary_view()}
 _PLAIN_TYPES = {view: plain for plain, view in _VIEW_TYPES.items()}
 _VIEW = pa.binary(16)  # one view: length, then the value inline or (prefix, buffer index, offset)
 
 
-def as_views(table: pa.Table, pool: pa.MemoryPool | None = None) -> pa.Table:
+def as_views(table: pa.Table) -> pa.Table:
     """``table`` with its string and binary columns cast to views (the data buffers are shared, not copied)."""
     fields = [f.with_type(_VIEW_TYPES[f.type]) if f.type in _VIEW_TYPES else f for f in table.schema]
-    columns = [
-        pc.cast(column, field.type, memory_pool=pool) if field.type != column.type else column
-        for field, column in zip(fields, table.columns, strict=True)
-    ]
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=table.schema.metadata))
+    return table if fields == list(table.schema) else table.cast(pa.schema(fields, metadata=table.schema.metadata))
 
 
 def plain_schema(schema: pa.Schema) -> pa.Schema:
@@ -41,33 +36,33 @@ def plain_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_type(_PLAIN_TYPES.get(f.type, f.type)) for f in schema], metadata=schema.metadata)
 
 
-def _gathered_views(column: pa.ChunkedArray, rows: np.ndarray, pool: pa.MemoryPool | None) -> pa.Array:
+def _gathered_views(column: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """A view column's ``rows``, in order, over its chunks' data buffers.
 
     Arrow has no ``take`` for view types, so the views (with their validity) are taken as 16-byte
     fixed-size values and wrapped again with the joined data buffers.
     """
-    joined = pa.concat_arrays(column.chunks, memory_pool=pool) if column.num_chunks else pa.array([], column.type)
+    joined = pa.concat_arrays(column.chunks) if column.num_chunks else pa.array([], column.type)
     validity, views, *data = joined.buffers()
     fixed = pa.Array.from_buffers(_VIEW, len(joined), [validity, views], offset=joined.offset)
-    taken = pc.take(fixed, rows, memory_pool=pool)
+    taken = fixed.take(rows)
     return pa.Array.from_buffers(column.type, len(taken), [*taken.buffers(), *data])
 
 
 class Window:
     """A decoded window's ``rows`` (indices into it), ready to be served in that order as batches.
 
-    ``table`` is the window's row groups after :func:`as_views`; what is gathered comes from ``pool``.
+    ``table`` is the window's row groups after :func:`as_views`.
     """
 
-    def __init__(self, table: pa.Table, rows: np.ndarray, pool: pa.MemoryPool | None = None) -> None:
+    def __init__(self, table: pa.Table, rows: np.ndarray) -> None:
         arrays = []
         for field, column in zip(table.schema, table.columns, strict=True):
             if field.type in _PLAIN_TYPES:
-                arrays.append(_gathered_views(column, rows, pool))
+                arrays.append(_gathered_views(column, rows))
             else:
-                taken = pc.take(column, rows, memory_pool=pool)
-                arrays.append(taken.combine_chunks(memory_pool=pool) if isinstance(taken, pa.ChunkedArray) else taken)
+                taken = column.take(rows)
+                arrays.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken)
         self.served = pa.RecordBatch.from_arrays(arrays, schema=table.schema)
         self.schema = table.schema
         self.num_rows = len(rows)

@@ -14,11 +14,11 @@ from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import xxhash
 
-from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, RowGroupDecoder, ordered_locations
+from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, ordered_locations
 from lineage.reader.gather import Window, as_views, plain_schema
-from lineage.reader.memory import reader_pool
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
 from lineage.reader.shared_windows import SharedWindows
 from lineage.settings import Settings, get_settings
@@ -179,7 +179,6 @@ class ReleaseReader:
         self.columns, self.as_dicts, self.shuffle, self.window_blocks = columns, as_dicts, shuffle, window_blocks
         self.string_views = string_views
         self.settings = settings or get_settings()
-        self.pool = reader_pool(self.settings.reader_memory_pool)
         with ExitStack() as opened:
             if source is None:
                 source = opened.enter_context(manifest_source(self.settings, client=client, url=url, token=token))
@@ -220,13 +219,13 @@ class ReleaseReader:
         """Samples this rank reads per epoch."""
         return self.shard.samples
 
-    def _handle(self, file: int) -> RowGroupDecoder:
+    def _handle(self, file: int) -> pq.ParquetFile:
         """This thread's reader of ``file`` (a few stay open per thread, least recently used out)."""
-        handles: OrderedDict[int, RowGroupDecoder] = self._thread.__dict__.setdefault("handles", OrderedDict())
+        handles: OrderedDict[int, pq.ParquetFile] = self._thread.__dict__.setdefault("handles", OrderedDict())
         if file in handles:
             handles.move_to_end(file)
         else:
-            handles[file] = self.files.open(file, self.pool)
+            handles[file] = self.files.open(file)
             if len(handles) > OPEN_FILES_PER_THREAD:
                 handles.popitem(last=False)[1].close()
         return handles[file]
@@ -242,8 +241,8 @@ class ReleaseReader:
             self.files.locate(block.file)
 
         def read(block: Block) -> pa.Table:
-            decoded = self._handle(block.file).read_row_group(block.row_group, self.columns)
-            return as_views(decoded, self.pool)
+            decoded = self._handle(block.file).read_row_group(block.row_group, columns=self.columns, use_threads=False)
+            return as_views(decoded)
 
         if self._decoders is None:  # one decoder: this (prefetch) thread is it
             return pa.concat_tables([read(block) for block in ordered])
@@ -278,9 +277,9 @@ class ReleaseReader:
         def read(k: int) -> Window:
             piece = pieces[k]
             if shared is None or sharers[k] < 2:
-                return Window(self._read_window(piece.blocks), order.rows(piece), self.pool)
+                return Window(self._read_window(piece.blocks), order.rows(piece))
             window = shared.get(piece.window, lambda: self._read_window(piece.blocks))
-            return Window(window, order.rows(piece), self.pool)
+            return Window(window, order.rows(piece))
 
         depth = self._prefetch
         with ThreadPoolExecutor(max_workers=depth, thread_name_prefix="prefetch") as pool:
@@ -395,5 +394,7 @@ def open_release(ref: str, **kwargs: Any) -> ReleaseReader:
     The manifest comes from the catalog, or from the HTTP service with ``url=`` and ``token=`` (or
     the ``service_url``/``service_token`` settings, ``LINEAGE_SERVICE_URL``/``LINEAGE_SERVICE_TOKEN``),
     or through a ``client=``; the data files are always read straight from the tiers.
+    ``decode_threads=`` overrides how many threads decode row groups (by default, the cores each
+    of the node's ``local_world_size`` ranks gets; twice that for an object store).
     """
     return ReleaseReader(ref, **kwargs)

@@ -92,6 +92,15 @@ def test_batches_have_the_requested_size_and_columns(release: str, settings: Set
     assert [b.num_rows for b in batches] == [64, 64, 64, 64, 45]
 
 
+def test_unknown_columns_are_refused_not_dropped(release: str, settings: Settings) -> None:
+    with pytest.raises(ValueError, match="has no column nope, txet; it has sample_id, text"):
+        lineage.open_release(release, settings=settings, columns=["text", "txet", "nope"])
+
+
+def test_decode_threads_do_not_change_what_is_read(release: str, settings: Settings) -> None:
+    assert read_all(release, settings, seed=5, decode_threads=1) == read_all(release, settings, seed=5, decode_threads=3)
+
+
 def test_checksums_are_verified_once_and_corruption_is_caught(
     release: str, settings: Settings, catalog: Catalog
 ) -> None:
