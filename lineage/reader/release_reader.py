@@ -210,6 +210,9 @@ class ReleaseReader:
         self._decoders = ThreadPoolExecutor(decoders, thread_name_prefix="decode") if decoders > 1 else None
         # a second window in flight keeps several decoders busy; with one it only costs memory
         self._prefetch = 2 if decoders > 1 else 1
+        # kept for every epoch: a new thread starts with a cold allocator heap (mimalloc's are per
+        # thread), which cost the second epoch of 8 ranks a third more time in page faults
+        self._prefetcher = ThreadPoolExecutor(self._prefetch, thread_name_prefix="prefetch")
         self._thread = threading.local()
         node = rank // local
         self._node_ranks = range(node * local, min((node + 1) * local, world_size))
@@ -282,15 +285,18 @@ class ReleaseReader:
             return Window(window, order.rows(piece))
 
         depth = self._prefetch
-        with ThreadPoolExecutor(max_workers=depth, thread_name_prefix="prefetch") as pool:
-            ahead = deque(pool.submit(read, k) for k in range(min(depth, len(pieces))))
+        ahead = deque(self._prefetcher.submit(read, k) for k in range(min(depth, len(pieces))))
+        try:
             for k, piece in enumerate(pieces):
                 window = ahead.popleft().result()
                 if k + depth < len(pieces):
-                    ahead.append(pool.submit(read, k + depth))
+                    ahead.append(self._prefetcher.submit(read, k + depth))
                 yield window
                 if shared is not None and sharers[k] > 1:
                     shared.done(piece.window, self.shard.rank, sharers[k])
+        finally:  # an epoch left early: windows not started are dropped, one under way finishes
+            for future in ahead:
+                future.cancel()
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         """Batches of exactly ``batch_size`` rows (the last may be shorter), gathered from each
