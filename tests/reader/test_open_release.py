@@ -92,6 +92,15 @@ def test_batches_have_the_requested_size_and_columns(release: str, settings: Set
     assert [b.num_rows for b in batches] == [64, 64, 64, 64, 45]
 
 
+def test_an_epoch_left_early_does_not_disturb_the_next(release: str, settings: Settings) -> None:
+    reader = lineage.open_release(release, settings=settings, seed=4, batch_size=16, columns=["sample_id"])
+    for _ in zip(range(2), reader, strict=False):  # leave epoch 0 after two batches
+        pass
+    reader.set_epoch(1)
+    again = [sid for batch in reader for sid in batch.column("sample_id").to_pylist()]
+    assert again == read_all(release, settings, seed=4, epoch=1, batch_size=16)
+
+
 def test_unknown_columns_are_refused_not_dropped(release: str, settings: Settings) -> None:
     with pytest.raises(ValueError, match="has no column nope, txet; it has sample_id, text"):
         lineage.open_release(release, settings=settings, columns=["text", "txet", "nope"])
