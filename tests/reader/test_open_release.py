@@ -107,7 +107,9 @@ def test_unknown_columns_are_refused_not_dropped(release: str, settings: Setting
 
 
 def test_decode_threads_do_not_change_what_is_read(release: str, settings: Settings) -> None:
-    assert read_all(release, settings, seed=5, decode_threads=1) == read_all(release, settings, seed=5, decode_threads=3)
+    assert read_all(release, settings, seed=5, decode_threads=1) == read_all(
+        release, settings, seed=5, decode_threads=3
+    )
 
 
 def test_checksums_are_verified_once_and_corruption_is_caught(
