@@ -173,6 +173,8 @@ class ReleaseReader:
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be positive")
+        if decode_threads is not None and decode_threads < 1:
+            raise ValueError("decode_threads must be positive (or None: one per core this rank gets)")
         if sum(x is not None for x in (source, client, url)) > 1:
             raise ValueError("give at most one of source=, client= and url=")
         self.ref, self.seed, self.epoch, self.batch_size = ref, seed, epoch, batch_size
@@ -256,7 +258,8 @@ class ReleaseReader:
         directory = self.settings.reader_shared_dir
         if len(self._node_ranks) < 2 or directory is None or not directory.parent.is_dir():
             return None
-        layout = f"{self.digest}|{self.columns}|{self.seed}|{self.epoch}|{self.shuffle}|{self.window_blocks}"
+        # windows hold strings as views: a window shared in another form by an older reader is not reused
+        layout = f"views|{self.digest}|{self.columns}|{self.seed}|{self.epoch}|{self.shuffle}|{self.window_blocks}"
         try:
             return SharedWindows(directory, xxhash.xxh3_64_hexdigest(layout.encode()))
         except OSError as exc:
@@ -281,8 +284,7 @@ class ReleaseReader:
             piece = pieces[k]
             if shared is None or sharers[k] < 2:
                 return Window(self._read_window(piece.blocks), order.rows(piece))
-            window = shared.get(piece.window, lambda: self._read_window(piece.blocks))
-            return Window(window, order.rows(piece))
+            return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)), order.rows(piece))
 
         depth = self._prefetch
         ahead = deque(self._prefetcher.submit(read, k) for k in range(min(depth, len(pieces))))
