@@ -208,18 +208,30 @@ class ReleaseReader:
         # the node's cores are shared by its ranks: more decoders than that only contend, unless
         # they mostly wait for an object store
         per_core = REMOTE_DECODERS_PER_CORE if self.files.remote else 1
-        decoders = decode_threads or max(1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // local))
-        self._decoders = ThreadPoolExecutor(decoders, thread_name_prefix="decode") if decoders > 1 else None
+        self._decode_threads = decode_threads or max(
+            1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // local)
+        )
         # a second window in flight keeps several decoders busy; with one it only costs memory
-        self._prefetch = 2 if decoders > 1 else 1
-        # kept for every epoch: a new thread starts with a cold allocator heap (mimalloc's are per
-        # thread), which cost the second epoch of 8 ranks a third more time in page faults
-        self._prefetcher = ThreadPoolExecutor(self._prefetch, thread_name_prefix="prefetch")
-        self._thread = threading.local()
+        self._prefetch = 2 if self._decode_threads > 1 else 1
+        self._threads_pid = -1  # the process the thread pools below belong to
+        self._start_threads()
         node = rank // local
         self._node_ranks = range(node * local, min((node + 1) * local, world_size))
 
     # -- iteration ----------------------------------------------------------------------------
+    def _start_threads(self) -> None:
+        """The decoder and prefetch pools, kept for every epoch: a new thread starts with a cold
+        allocator heap (mimalloc's are per thread), which cost the second epoch of 8 ranks a third
+        more time in page faults. A process forked from this one (a DataLoader worker, say) gets
+        pools of its own: the parent's threads do not exist there, and its pools would never run."""
+        if self._threads_pid == os.getpid():
+            return
+        decoders = self._decode_threads
+        self._decoders = ThreadPoolExecutor(decoders, thread_name_prefix="decode") if decoders > 1 else None
+        self._prefetcher = ThreadPoolExecutor(self._prefetch, thread_name_prefix="prefetch")
+        self._thread = threading.local()  # file handles are per thread (and per process)
+        self._threads_pid = os.getpid()
+
     def __len__(self) -> int:
         """Samples this rank reads per epoch."""
         return self.shard.samples
@@ -286,6 +298,7 @@ class ReleaseReader:
                 return Window(self._read_window(piece.blocks), order.rows(piece))
             return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)), order.rows(piece))
 
+        self._start_threads()
         depth = self._prefetch
         ahead = deque(self._prefetcher.submit(read, k) for k in range(min(depth, len(pieces))))
         try:

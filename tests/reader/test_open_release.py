@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -99,6 +100,25 @@ def test_an_epoch_left_early_does_not_disturb_the_next(release: str, settings: S
     reader.set_epoch(1)
     again = [sid for batch in reader for sid in batch.column("sample_id").to_pylist()]
     assert again == read_all(release, settings, seed=4, epoch=1, batch_size=16)
+
+
+def _sample_ids_into(reader: ReleaseReader, queue: multiprocessing.Queue) -> None:
+    queue.put([sid for batch in reader for sid in batch.column("sample_id").to_pylist()])
+
+
+def test_a_forked_process_reads_with_threads_of_its_own(release: str, settings: Settings) -> None:
+    reader = lineage.open_release(release, settings=settings, seed=2, batch_size=16, columns=["sample_id"])
+    expected = [sid for batch in reader for sid in batch.column("sample_id").to_pylist()]  # threads started
+    reader.set_epoch(0)
+    fork = multiprocessing.get_context("fork")
+    queue = fork.Queue()
+    child = fork.Process(target=_sample_ids_into, args=(reader, queue))
+    child.start()
+    try:
+        assert queue.get(timeout=60) == expected  # the parent's pools would never run there
+    finally:
+        child.join(timeout=10)
+        child.kill()
 
 
 def test_unknown_columns_are_refused_not_dropped(release: str, settings: Settings) -> None:
