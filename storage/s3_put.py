@@ -122,6 +122,3 @@ class UnsignedPut:
         del headers["host"]  # httpx sends it from the URL
         headers["content-length"] = str(size)
         return headers
-
-    def close(self) -> None:
-        self._client.close()

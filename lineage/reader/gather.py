@@ -64,7 +64,6 @@ class Window:
                 taken = column.take(rows)
                 arrays.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken)
         self.served = pa.RecordBatch.from_arrays(arrays, schema=table.schema)
-        self.schema = table.schema
         self.num_rows = len(rows)
 
     def batch(self, start: int, stop: int) -> pa.RecordBatch:
