@@ -6,7 +6,9 @@ then measures, for the local tier and for a real Ceph RGW tier (started here):
 * one rank, ``open_release(..., shuffle=True)`` vs a plain scan of the same Parquet files;
 * 8 reader processes at once (ranks 0-7 of 8) vs 8 processes each scanning every 8th row group.
 
-Samples/s and MB/s (Parquet bytes read / wall time of the read). Opening is timed on its own, as
+Samples/s and MB/s (Parquet bytes read / wall time of the read), and the CPU time (user + system,
+all threads, summed over the ranks) each side spent reading: with 8 ranks on fewer cores the read
+is CPU-bound, so that is where a gap shows. Opening is timed on its own, as
 a job pays it once: ours looks the release up in the catalog, records the read and reads the
 footers; plain builds its dataset (its catalog lookup is not timed). All ranks open, wait at a
 barrier, then read at once. Each process reads twice: a *cold* pass, the first in a fresh
@@ -23,6 +25,7 @@ import contextlib
 import json
 import multiprocessing as mp
 import os
+import resource
 import shutil
 import sys
 import time
@@ -84,6 +87,12 @@ def _env(home: Path, extra_config: Path | None) -> None:
     get_settings.cache_clear()
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process (all its threads) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def ours(home: Path, config: Path | None, ref: str, rank: int, world: int, tier: str | None, q: mp.Queue, go) -> None:
     _env(home, config)
     os.environ["LOCAL_WORLD_SIZE"] = str(world)  # all ranks on this node, as torchrun would say
@@ -104,14 +113,15 @@ def ours(home: Path, config: Path | None, ref: str, rank: int, world: int, tier:
         **json.loads(os.environ.get("BENCH_READER_OPTIONS", "{}")),
     )
     open_s = time.perf_counter() - opened
-    times = []
+    times, cpu = [], []
     for epoch in range(len(PASSES)):
         reader.set_epoch(epoch)
         go.wait()  # every rank has opened (or finished the last pass): they read at the same time
-        start = time.perf_counter()
+        start, used = time.perf_counter(), _cpu_seconds()
         rows = sum(b.num_rows for b in reader)
         times.append(time.perf_counter() - start)
-    q.put((rows, times, open_s))
+        cpu.append(_cpu_seconds() - used)
+    q.put((rows, times, cpu, open_s))
 
 
 def plain(home: Path, config: Path | None, ref: str, rank: int, world: int, tier: str | None, q: mp.Queue, go) -> None:
@@ -137,13 +147,14 @@ def plain(home: Path, config: Path | None, ref: str, rank: int, world: int, tier
         groups = [rg for frag in ds.get_fragments() for rg in frag.split_by_row_group()]
         ds = pads.FileSystemDataset(groups[rank::world], ds.schema, ds.format, filesystem=t.filesystem)
     open_s = time.perf_counter() - opened
-    times = []
+    times, cpu = [], []
     for _ in PASSES:
         go.wait()
-        start = time.perf_counter()
+        start, used = time.perf_counter(), _cpu_seconds()
         rows = sum(b.num_rows for b in ds.to_batches(columns=COLUMNS, batch_size=4096))
         times.append(time.perf_counter() - start)
-    q.put((rows, times, open_s))
+        cpu.append(_cpu_seconds() - used)
+    q.put((rows, times, cpu, open_s))
 
 
 def measure(
@@ -161,17 +172,18 @@ def measure(
         p.join()
         if p.exitcode != 0:
             sys.exit(f"{fn.__name__} rank failed with exit code {p.exitcode}")
-    rows = sum(r for r, _, _ in results)
-    open_s = round(max(o for _, _, o in results), 3)
+    rows = sum(r for r, _, _, _ in results)
+    open_s = round(max(o for *_, o in results), 3)
     figures = []
     for k in range(len(PASSES)):
-        read = max(times[k] for _, times, _ in results)
+        read = max(times[k] for _, times, _, _ in results)
         figures.append(
             {
                 "open_s": open_s,
                 "seconds": round(read, 2),
                 "samples_per_s": round(rows / read),
                 "MB_per_s": round(total_bytes / 1e6 / read, 1),
+                "cpu_s": round(sum(cpu[k] for _, _, cpu, _ in results), 2),
             }
         )
     return figures
@@ -200,6 +212,8 @@ def run_tier(
                     "ours_MB_per_s": mine["MB_per_s"],
                     "plain_open_s": base["open_s"],
                     "ours_open_s": mine["open_s"],
+                    "plain_cpu_s": base["cpu_s"],
+                    "ours_cpu_s": mine["cpu_s"],
                     "ratio": round(mine["samples_per_s"] / base["samples_per_s"], 3),
                 }
             )
