@@ -8,7 +8,7 @@ import os
 import socket
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -142,6 +142,12 @@ def manifest_source(
         yield ServiceSource(made)
 
 
+def node_world_size(local_world_size: int | None = None) -> int:
+    """How many ranks run on this node: ``local_world_size``, else ``$LOCAL_WORLD_SIZE`` (torchrun
+    sets it), else 1."""
+    return max(1, local_world_size or int(os.environ.get("LOCAL_WORLD_SIZE") or 1))
+
+
 class ReleaseReader:
     """Iterates one rank's share of a release for one epoch; see :mod:`lineage.reader.order`."""
 
@@ -162,6 +168,7 @@ class ReleaseReader:
         string_views: bool = True,
         local_world_size: int | None = None,
         decode_threads: int | None = None,
+        prefetch: bool = True,
         verify: bool = True,
         prefer_tier: str | None = None,
         job: str | None = None,
@@ -204,7 +211,7 @@ class ReleaseReader:
             job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
             source.record_read(ref, job, world_size, rank)
         self.consumed = 0
-        local = max(1, local_world_size or int(os.environ.get("LOCAL_WORLD_SIZE") or 1))  # torchrun sets it
+        local = node_world_size(local_world_size)
         # the node's cores are shared by its ranks: more decoders than that only contend, unless
         # they mostly wait for an object store
         per_core = REMOTE_DECODERS_PER_CORE if self.files.remote else 1
@@ -212,7 +219,7 @@ class ReleaseReader:
             1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // local)
         )
         # a second window in flight keeps several decoders busy; with one it only costs memory
-        self._prefetch = 2 if self._decode_threads > 1 else 1
+        self._prefetch = (2 if self._decode_threads > 1 else 1) if prefetch else 0
         self._threads_pid = -1  # the process the thread pools below belong to
         self._start_threads()
         node = rank // local
@@ -228,7 +235,7 @@ class ReleaseReader:
             return
         decoders = self._decode_threads
         self._decoders = ThreadPoolExecutor(decoders, thread_name_prefix="decode") if decoders > 1 else None
-        self._prefetcher = ThreadPoolExecutor(self._prefetch, thread_name_prefix="prefetch")
+        self._prefetcher = ThreadPoolExecutor(self._prefetch, thread_name_prefix="prefetch") if self._prefetch else None
         self._thread = threading.local()  # file handles are per thread (and per process)
         self._threads_pid = os.getpid()
 
@@ -279,10 +286,8 @@ class ReleaseReader:
             return None
 
     def _windows(self, order: EpochOrder) -> Iterator[Window]:
-        """This rank's windows, each holding the rows this rank takes from it, in order. The next
-        ``self._prefetch`` windows decode in the background meanwhile (a window's blocks decode in
-        parallel too), so the decoders never wait for the consumer. Windows that other ranks of this
-        node read too are shared."""
+        """This rank's windows, each holding the rows this rank takes from it, in order (see
+        :meth:`_decoded`). Windows that other ranks of this node read too are shared."""
         pieces = [piece for lo, hi in self.shard.ranges(self.consumed) for piece in order.slices(lo, hi)]
         shared = self._shared_windows()
         sharers = [
@@ -298,17 +303,34 @@ class ReleaseReader:
                 return Window(self._read_window(piece.blocks), order.rows(piece))
             return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)), order.rows(piece))
 
+        for k, window in enumerate(self._decoded(read, len(pieces))):
+            yield window
+            if shared is not None and sharers[k] > 1:
+                shared.done(pieces[k].window, self.shard.rank, sharers[k])
+
+    def _decoded(self, read: Callable[[int], Window], count: int) -> Iterator[Window]:
+        """``read(0)``, …, ``read(count − 1)``: the next ``self._prefetch`` decode in the
+        background meanwhile (a window's blocks decode in parallel too), so the decoders never wait
+        for the consumer.
+
+        Without prefetching each window decodes when it is asked for, in the consumer's thread:
+        for a consumer that overlaps reading with training itself (a DataLoader worker process).
+        A window is then freed by the thread that allocated it, and mimalloc reuses that memory
+        sooner than memory freed from another thread: 8 ranks on 2 cores read their second epoch
+        in a median 0.75 s instead of 0.81 s (the third in 0.83 s either way).
+        """
         self._start_threads()
+        if self._prefetcher is None:
+            yield from map(read, range(count))
+            return
         depth = self._prefetch
-        ahead = deque(self._prefetcher.submit(read, k) for k in range(min(depth, len(pieces))))
+        ahead = deque(self._prefetcher.submit(read, k) for k in range(min(depth, count)))
         try:
-            for k, piece in enumerate(pieces):
+            for k in range(count):
                 window = ahead.popleft().result()
-                if k + depth < len(pieces):
+                if k + depth < count:
                     ahead.append(self._prefetcher.submit(read, k + depth))
                 yield window
-                if shared is not None and sharers[k] > 1:
-                    shared.done(piece.window, self.shard.rank, sharers[k])
         finally:  # an epoch left early: windows not started are dropped, one under way finishes
             for future in ahead:
                 future.cancel()
@@ -417,5 +439,8 @@ def open_release(ref: str, **kwargs: Any) -> ReleaseReader:
     or through a ``client=``; the data files are always read straight from the tiers.
     ``decode_threads=`` overrides how many threads decode row groups (by default, the cores each
     of the node's ``local_world_size`` ranks gets; twice that for an object store).
+    ``prefetch=False`` decodes each window when it is asked for, in the consumer's thread, for a
+    consumer that overlaps reading with training itself (the torch wrapper does this in DataLoader
+    workers).
     """
     return ReleaseReader(ref, **kwargs)

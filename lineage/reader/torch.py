@@ -1,7 +1,10 @@
 """A torch ``IterableDataset`` over a release (install the ``[torch]`` extra).
 
 With DataLoader workers, each worker reads its own slice: worker ``w`` of ``k`` on rank ``r`` of
-``W`` acts as rank ``r·k + w`` of ``W·k``, so the samples are still each read exactly once.
+``W`` acts as rank ``r·k + w`` of ``W·k``, so the samples are still each read exactly once. A
+node's ``L`` ranks then run ``L·k`` readers, which share the node's cores and edge windows as
+``L·k`` ranks would. A worker process already reads while the training step runs, so its reader
+decodes in the worker's own thread (``prefetch=False``), not in a second one.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from typing import Any
 
 from torch.utils.data import IterableDataset, get_worker_info
 
-from lineage.reader.release_reader import ReleaseReader
+from lineage.reader.release_reader import ReleaseReader, node_world_size
 
 
 class ReleaseDataset(IterableDataset):
@@ -26,13 +29,19 @@ class ReleaseDataset(IterableDataset):
 
     def _open(self) -> ReleaseReader:
         info = get_worker_info()
-        workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+        if info is None:
+            return ReleaseReader(
+                self.ref, rank=self.rank, world_size=self.world_size, epoch=self.epoch, **self.reader_kwargs
+            )
+        workers, worker = info.num_workers, info.id
+        local = node_world_size(self.reader_kwargs.get("local_world_size"))
+        kwargs = {"prefetch": False, **self.reader_kwargs, "local_world_size": local * workers}
         return ReleaseReader(
             self.ref,
             rank=self.rank * workers + worker,
             world_size=self.world_size * workers,
             epoch=self.epoch,
-            **self.reader_kwargs,
+            **kwargs,
         )
 
     def __iter__(self):  # type: ignore[no-untyped-def]

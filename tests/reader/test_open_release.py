@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -192,6 +193,25 @@ def test_an_unreadable_shared_window_is_decoded_instead(release: str, settings: 
         read_all(release, settings, seed=4, rank=r, world_size=4, batch_size=8, local_world_size=4) for r in (1, 2, 3)
     ]
     assert got == expected[1:]
+
+
+def test_without_prefetch_windows_decode_in_the_consumers_thread(
+    release: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[str] = []
+    original = ReleaseReader._read_window
+
+    def recording(self: ReleaseReader, blocks: tuple) -> pa.Table:
+        threads.append(threading.current_thread().name)
+        return original(self, blocks)
+
+    monkeypatch.setattr(ReleaseReader, "_read_window", recording)
+    expected = read_all(release, settings, seed=5, rank=1, world_size=3, batch_size=7)
+    assert threads and all(name.startswith("prefetch") for name in threads)
+    threads.clear()
+    got = read_all(release, settings, seed=5, rank=1, world_size=3, batch_size=7, prefetch=False)
+    assert got == expected
+    assert threads and set(threads) == {threading.current_thread().name}
 
 
 def test_strings_come_as_views_unless_asked_otherwise(release: str, settings: Settings) -> None:

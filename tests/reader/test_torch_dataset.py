@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
 import torch
 from torch.utils.data import DataLoader
 
+import lineage.reader.torch as reader_torch
 from lineage.reader.torch import ReleaseDataset
 from lineage.settings import Settings
 from tests.reader.test_open_release import N, read_all, release  # noqa: F401  (fixture)
@@ -26,3 +30,16 @@ def test_resume_in_process(release: str, settings: Settings) -> None:  # noqa: F
     rest = [row["sample_id"] for row in again]
     assert first + rest == read_all(release, settings, seed=2)
     assert torch.tensor([len(rest)]).item() == N - 10
+
+
+def test_a_worker_reads_as_one_of_its_nodes_ranks_times_workers_without_a_prefetch_thread(
+    release: str,  # noqa: F811
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # 4 ranks on this node, 2 DataLoader workers each
+    monkeypatch.setattr(reader_torch, "get_worker_info", lambda: SimpleNamespace(num_workers=2, id=1))
+    reader = ReleaseDataset(release, rank=5, world_size=8, settings=settings)._open()
+    assert (reader.shard.rank, reader.shard.world_size) == (11, 16)
+    assert reader._node_ranks == range(8, 16)  # ranks 4-7 of the second node, two workers each
+    assert reader._prefetcher is None  # the worker process is the prefetcher
