@@ -8,9 +8,9 @@ then measures, for the local tier and for a real Ceph RGW tier (started here):
 
 Samples/s and MB/s (Parquet bytes read / wall time of the read), and the CPU time (user + system,
 all threads, summed over the ranks) each side spent reading: with 8 ranks on fewer cores the read
-is CPU-bound, so that is where a gap shows. Opening is timed on its own, as
-a job pays it once: ours looks the release up in the catalog, records the read and reads the
-footers; plain builds its dataset (its catalog lookup is not timed). All ranks open, wait at a
+is CPU-bound, so that is where a gap shows. Opening is timed on its own, as a job pays it once:
+ours looks the release up in the catalog, records the read and reads the footers; plain builds its
+dataset (its catalog lookup is not timed). All ranks open, wait at a
 barrier, then read at once. Each process reads twice: a *cold* pass, the first in a fresh
 process (memory allocators warm up during it), and a *warm* pass, as every later epoch of a
 training job is (ours reads the next epoch, a new shuffle; plain scans again).
