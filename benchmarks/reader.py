@@ -29,6 +29,7 @@ import resource
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from common import WORK, edited_copies, read_corpus
@@ -93,6 +94,19 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _passes(go, read_pass: Callable[[int], int]) -> tuple[int, list[float], list[float]]:
+    """Each of the PASSES, started when every rank has opened (or finished the last pass), so they
+    read at the same time: the rows ``read_pass(k)`` read, and its wall and CPU seconds."""
+    times, cpu = [], []
+    for k in range(len(PASSES)):
+        go.wait()
+        start, used = time.perf_counter(), _cpu_seconds()
+        rows = read_pass(k)
+        times.append(time.perf_counter() - start)
+        cpu.append(_cpu_seconds() - used)
+    return rows, times, cpu
+
+
 def ours(home: Path, config: Path | None, ref: str, rank: int, world: int, tier: str | None, q: mp.Queue, go) -> None:
     _env(home, config)
     os.environ["LOCAL_WORLD_SIZE"] = str(world)  # all ranks on this node, as torchrun would say
@@ -113,15 +127,12 @@ def ours(home: Path, config: Path | None, ref: str, rank: int, world: int, tier:
         **json.loads(os.environ.get("BENCH_READER_OPTIONS", "{}")),
     )
     open_s = time.perf_counter() - opened
-    times, cpu = [], []
-    for epoch in range(len(PASSES)):
+
+    def read_epoch(epoch: int) -> int:
         reader.set_epoch(epoch)
-        go.wait()  # every rank has opened (or finished the last pass): they read at the same time
-        start, used = time.perf_counter(), _cpu_seconds()
-        rows = sum(b.num_rows for b in reader)
-        times.append(time.perf_counter() - start)
-        cpu.append(_cpu_seconds() - used)
-    q.put((rows, times, cpu, open_s))
+        return sum(b.num_rows for b in reader)
+
+    q.put((*_passes(go, read_epoch), open_s))
 
 
 def plain(home: Path, config: Path | None, ref: str, rank: int, world: int, tier: str | None, q: mp.Queue, go) -> None:
@@ -147,14 +158,7 @@ def plain(home: Path, config: Path | None, ref: str, rank: int, world: int, tier
         groups = [rg for frag in ds.get_fragments() for rg in frag.split_by_row_group()]
         ds = pads.FileSystemDataset(groups[rank::world], ds.schema, ds.format, filesystem=t.filesystem)
     open_s = time.perf_counter() - opened
-    times, cpu = [], []
-    for _ in PASSES:
-        go.wait()
-        start, used = time.perf_counter(), _cpu_seconds()
-        rows = sum(b.num_rows for b in ds.to_batches(columns=COLUMNS, batch_size=4096))
-        times.append(time.perf_counter() - start)
-        cpu.append(_cpu_seconds() - used)
-    q.put((rows, times, cpu, open_s))
+    q.put((*_passes(go, lambda _: sum(b.num_rows for b in ds.to_batches(columns=COLUMNS, batch_size=4096))), open_s))
 
 
 def measure(
