@@ -40,9 +40,16 @@ PASSES = ("cold", "warm")
 
 def build_release(gb: float) -> tuple[Path, str]:
     from lineage.settings import Settings
+    from operators.schema import SAMPLE_SCHEMA
+    from pipelines.parquet_out import embeds_arrow_schema
 
-    layout = Settings()  # row groups are the reader's blocks: a new layout needs a new release
-    home = WORK / f"reader-home-{gb:g}gb-rg{layout.parquet_row_group_rows}-{layout.parquet_row_group_bytes >> 20}mb"
+    # row groups are the reader's blocks, and whether files embed an Arrow schema decides how
+    # strings decode: a new layout needs a new release
+    layout = Settings()
+    schema = "arrow" if embeds_arrow_schema(SAMPLE_SCHEMA) else "parquet"
+    home = WORK / (
+        f"reader-home-{gb:g}gb-rg{layout.parquet_row_group_rows}-{layout.parquet_row_group_bytes >> 20}mb-{schema}"
+    )
     marker = home / "_RELEASED"
     if marker.exists():
         return home, marker.read_text()

@@ -12,6 +12,29 @@ import pyarrow.parquet as pq
 
 from storage.tier import Tier
 
+# Arrow types that Parquet's own logical types read back exactly, with no embedded Arrow schema
+_PARQUET_NATIVE = {
+    pa.string(),
+    pa.binary(),
+    pa.bool_(),
+    pa.int32(),
+    pa.int64(),
+    pa.float32(),
+    pa.float64(),
+}
+
+
+def embeds_arrow_schema(schema: pa.Schema) -> bool:
+    """Whether part files of ``schema`` carry the serialized Arrow schema in their footer.
+
+    Only when it is needed to read the data back as written (nested or zoned types, schema
+    metadata). A file without it lets a reader choose the Arrow layout of its strings: the training
+    reader decodes them straight into string views, which costs less than decoding ``string``
+    columns and then viewing them (figures in the README). Every reader still gets the same types
+    by default.
+    """
+    return bool(schema.metadata) or any(field.type not in _PARQUET_NATIVE for field in schema)
+
 
 class PartWriter:
     """Rolls over to a new part file every ``file_rows`` rows. Not thread-safe.
@@ -47,7 +70,13 @@ class PartWriter:
         relative = f"{self.prefix}/{self.part_label}-{len(self.files):05d}.parquet"
         self.tier.filesystem.create_dir(self.tier.path(self.table_path, self.prefix), recursive=True)
         sink = self.tier.filesystem.open_output_stream(self.tier.path(self.table_path, relative))
-        self._writer = pq.ParquetWriter(sink, self.schema, compression="zstd", write_statistics=True)
+        self._writer = pq.ParquetWriter(
+            sink,
+            self.schema,
+            compression="zstd",
+            write_statistics=True,
+            store_schema=embeds_arrow_schema(self.schema),
+        )
         self.files.append(relative)
         self._rows_in_file = 0
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
@@ -115,12 +116,20 @@ class ReleaseFiles:
     def open(self, index: int) -> pq.ParquetFile:
         """A new reader of the file's good copy; its footer is read only once per reader object.
 
-        Callers keep one per thread: a Parquet handle is never shared between threads.
+        Callers keep one per thread: a Parquet handle is never shared between threads. String and
+        binary columns decode straight into views (what the training reader gathers), unless the
+        file embeds an Arrow schema that says otherwise (see
+        :func:`pipelines.parquet_out.embeds_arrow_schema`).
         """
         tier, path, footer = self.locate(index)
         # pre-buffering coalesces a row group's column chunks into few, concurrent requests: a win
         # on an object store, an extra copy on a local disk
-        return pq.ParquetFile(tier.filesystem.open_input_file(path), metadata=footer, pre_buffer=self.remote)
+        return pq.ParquetFile(
+            tier.filesystem.open_input_file(path),
+            metadata=footer,
+            pre_buffer=self.remote,
+            binary_type=pa.binary_view(),
+        )
 
     def row_groups(self, index: int) -> list[int]:
         """Row counts of a file's row groups (from its footer)."""

@@ -4,13 +4,15 @@ A shuffled batch is a gather: its rows come from anywhere in the window. Gatheri
 columns copies every byte of every document again, which costs about as much as decoding them.
 Instead, string and binary columns are turned into Arrow *view* arrays (``string_view``,
 ``binary_view``): 16 bytes per value, holding the length and either the value itself (up to 12
-bytes) or a prefix, a buffer index and an offset into the decoded data. Each row group is turned
-into views by the thread that decoded it, while its data is in cache (:func:`as_views`). A
-window's views are joined (Arrow renumbers their buffer indices, the data is not copied) and
-gathered into serving order once, as fixed-size 16-byte values; each batch is then a zero-copy
-slice pointing at the window's data buffers (which it keeps alive), so a shuffled batch costs
-about as much as a sequential one. View arrays read like strings everywhere in Arrow
-(``to_pylist``, pandas, Polars, DuckDB); ``.cast(pa.string())`` gives offsets-based strings.
+bytes) or a prefix, a buffer index and an offset into the decoded data. Release files leave
+their string layout to the reader, so Parquet decodes row groups straight into views; files that
+embed an Arrow schema with ``string`` columns are cast to views by the thread that decoded them,
+while their data is in cache (:func:`as_views`). A window's views are joined (Arrow renumbers
+their buffer indices, the data is not copied) and gathered into serving order once, as
+fixed-size 16-byte values; each batch is then a zero-copy slice pointing at the window's data
+buffers (which it keeps alive), so a shuffled batch costs about as much as a sequential one.
+View arrays read like strings everywhere in Arrow (``to_pylist``, pandas, Polars, DuckDB);
+``.cast(pa.string())`` gives offsets-based strings.
 
 Other columns are gathered by Arrow's ``take``, once per window.
 """
@@ -26,7 +28,8 @@ _VIEW = pa.binary(16)  # one view: length, then the value inline or (prefix, buf
 
 
 def as_views(table: pa.Table) -> pa.Table:
-    """``table`` with its string and binary columns cast to views (the data buffers are shared, not copied)."""
+    """``table`` with its string and binary columns cast to views (the data buffers are shared, not
+    copied); columns already decoded as views are left as they are."""
     fields = [f.with_type(_VIEW_TYPES[f.type]) if f.type in _VIEW_TYPES else f for f in table.schema]
     return table if fields == list(table.schema) else table.cast(pa.schema(fields, metadata=table.schema.metadata))
 

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lineage.settings import TierConfig
-from pipelines.parquet_out import PartWriter
+from operators.schema import SAMPLE_SCHEMA
+from pipelines.parquet_out import PartWriter, embeds_arrow_schema
 from storage.tier import Tier
 
 SCHEMA = pa.schema([("text", pa.string())])
@@ -37,3 +38,32 @@ def test_byte_cap_lowers_rows_for_long_documents(tmp_path: Path) -> None:
 
 def test_short_rows_keep_the_row_cap(tmp_path: Path) -> None:
     assert _row_groups(tmp_path, ["z"] * 250, row_group_rows=100, row_group_bytes=1_000_000) == [100, 100, 50]
+
+
+def _written(tmp_path: Path, table: pa.Table) -> Path:
+    tier = Tier(TierConfig(name="t", kind="posix", root=str(tmp_path)))
+    writer = PartWriter(tier, "table", "run", table.schema, file_rows=10_000, row_group_rows=100)
+    writer.write(table)
+    (part,) = writer.close()
+    return tmp_path / "table" / part
+
+
+def test_flat_files_leave_the_string_layout_to_the_reader(tmp_path: Path) -> None:
+    assert not embeds_arrow_schema(SAMPLE_SCHEMA)  # release data
+    schema = pa.schema([pa.field("s", pa.string(), nullable=False), pa.field("n", pa.int64())])
+    table = pa.table({"s": ["a", "b" * 40], "n": [1, None]}, schema=schema)
+    path = _written(tmp_path, table)
+    assert b"ARROW:schema" not in (pq.ParquetFile(path).metadata.metadata or {})
+    assert pq.read_table(path).equals(table)  # the same types and nullability without it
+    views = pq.ParquetFile(path, binary_type=pa.binary_view()).read()
+    assert views.schema.field("s").type == pa.string_view()
+    assert views.column("s").to_pylist() == ["a", "b" * 40]
+
+
+def test_zoned_types_and_schema_metadata_keep_the_arrow_schema(tmp_path: Path) -> None:
+    zoned = pa.table({"at": pa.array([0], pa.timestamp("ms", tz="Asia/Shanghai"))})
+    assert embeds_arrow_schema(zoned.schema)
+    assert pq.read_table(_written(tmp_path / "zoned", zoned)).schema == zoned.schema  # not tz=UTC
+    tagged = pa.table({"s": ["x"]}).replace_schema_metadata({"origin": "test"})
+    assert embeds_arrow_schema(tagged.schema)
+    assert pq.read_table(_written(tmp_path / "tagged", tagged)).schema.metadata == {b"origin": b"test"}

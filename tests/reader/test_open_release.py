@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import select
 
@@ -222,6 +223,38 @@ def test_strings_come_as_views_unless_asked_otherwise(release: str, settings: Se
     a, b = list(viewed), list(plain)
     assert a[0].schema.field("text").type == pa.string_view() and b[0].schema.field("text").type == pa.string()
     assert [x.to_pylist() for x in a] == [y.to_pylist() for y in b]
+
+
+def test_release_files_decode_straight_into_views_and_older_files_are_cast(
+    release: str, settings: Settings, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lineage.reader import release_reader
+    from lineage.releases import get_release
+
+    decoded: list[pa.DataType] = []
+    original = release_reader.as_views
+
+    def recording(table: pa.Table) -> pa.Table:
+        decoded.append(table.schema.field("sample_id").type)
+        return original(table)
+
+    monkeypatch.setattr(release_reader, "as_views", recording)
+    expected = read_all(release, settings, seed=3)
+    assert decoded and set(decoded) == {pa.string_view()}  # no cast: the files leave the layout to us
+
+    # a release written before its files left the Arrow schema out: the same samples, cast to views
+    with catalog.session() as s:
+        m = get_release(s, release).manifest
+    for entry in m["files"]:
+        path = Path(settings.tier_config("local").root) / m["data"]["table"] / entry["path"]
+        old = pq.ParquetFile(path)
+        groups = [old.read_row_group(g) for g in range(old.metadata.num_row_groups)]
+        with pq.ParquetWriter(path, old.schema_arrow, store_schema=True) as writer:
+            for group in groups:
+                writer.write_table(group, row_group_size=group.num_rows)
+    decoded.clear()
+    assert read_all(release, settings, seed=3, verify=False) == expected
+    assert decoded and set(decoded) == {pa.string()}
 
 
 def test_a_shared_folder_others_can_write_is_not_used(release: str, settings: Settings, tmp_path: Path) -> None:
