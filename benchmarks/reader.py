@@ -1,7 +1,8 @@
 """Benchmark the training reader against a plain ``pyarrow.dataset`` scan of the same files.
 
-Builds (once) a release from a ~2 GB JSONL input (the Debian corpus repeated with random edits),
-then measures, for the local tier and for a real Ceph RGW tier (started here):
+Builds (once) a release of about 2 GB of Parquet (zstd) from a 5 GB JSONL input (the Debian
+corpus repeated with random edits; ``--gb`` sets the input's size), then measures, for the local
+tier and for a real Ceph RGW tier (started here):
 
 * one rank, ``open_release(..., shuffle=True)`` vs a plain scan of the same Parquet files;
 * 8 reader processes at once (ranks 0-7 of 8) vs 8 processes each scanning every 8th row group.
@@ -15,7 +16,7 @@ barrier, then read at once. Each process reads twice: a *cold* pass, the first i
 process (memory allocators warm up during it), and a *warm* pass, as every later epoch of a
 training job is (ours reads the next epoch, a new shuffle; plain scans again).
 The target: ours ≥ 0.9× the plain scan, in samples/s, in both passes.
-Usage: python benchmarks/reader.py [--gb 2.0] [--skip-ceph]
+Usage: python benchmarks/reader.py [--gb 5.0] [--skip-ceph]
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ def run_tier(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gb", type=float, default=2.0)
+    parser.add_argument("--gb", type=float, default=5.0, help="size of the JSONL input (5 GB gives ~2 GB of Parquet)")
     parser.add_argument("--skip-ceph", action="store_true", help="local tier only (the target needs both)")
     parser.add_argument("--skip-local", action="store_true", help="Ceph tier only (the target needs both)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per side; the best counts")
@@ -277,7 +278,7 @@ def run_ceph(home: Path, ref: str, total_bytes: int, rounds: int, ranks: list[in
     from storage.testing.ceph_cluster import CephCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-ceph-"))
-    cluster = CephCluster(workdir)
+    cluster = CephCluster(workdir, memstore_bytes=max(1 << 30, 2 * total_bytes))  # the OSD keeps objects in RAM
     state = cluster.start()
     try:
         os.environ["BENCH_CEPH_ACCESS_KEY"], os.environ["BENCH_CEPH_SECRET_KEY"] = state.access_key, state.secret_key
