@@ -11,10 +11,10 @@ Samples/s and MB/s (Parquet bytes read / wall time of the read), and the CPU tim
 all threads, summed over the ranks) each side spent reading: with 8 ranks on fewer cores the read
 is CPU-bound, so that is where a gap shows. Opening is timed on its own, as a job pays it once:
 ours looks the release up in the catalog, records the read and reads the footers; plain builds its
-dataset (its catalog lookup is not timed). All ranks open, wait at a
-barrier, then read at once. Each process reads twice: a *cold* pass, the first in a fresh
-process (memory allocators warm up during it), and a *warm* pass, as every later epoch of a
-training job is (ours reads the next epoch, a new shuffle; plain scans again).
+dataset (its catalog lookup is not timed). All ranks open, wait at a barrier, then read at once.
+Each process reads twice: a *cold* pass, the first in a fresh process (memory allocators warm up
+during it), and a *warm* pass, as every later epoch of a training job is (ours reads the next
+epoch, a new shuffle; plain scans again).
 The target: ours ≥ 0.9× the plain scan, in samples/s, in both passes.
 Usage: python benchmarks/reader.py [--gb 5.0] [--skip-ceph]
 """

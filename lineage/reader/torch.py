@@ -30,12 +30,11 @@ class ReleaseDataset(IterableDataset):
     def _open(self) -> ReleaseReader:
         info = get_worker_info()
         if info is None:
-            return ReleaseReader(
-                self.ref, rank=self.rank, world_size=self.world_size, epoch=self.epoch, **self.reader_kwargs
-            )
-        workers, worker = info.num_workers, info.id
-        local = node_world_size(self.reader_kwargs.get("local_world_size"))
-        kwargs = {"prefetch": False, **self.reader_kwargs, "local_world_size": local * workers}
+            workers, worker, kwargs = 1, 0, self.reader_kwargs
+        else:
+            workers, worker = info.num_workers, info.id
+            local = node_world_size(self.reader_kwargs.get("local_world_size"))
+            kwargs = {"prefetch": False, **self.reader_kwargs, "local_world_size": local * workers}
         return ReleaseReader(
             self.ref,
             rank=self.rank * workers + worker,

@@ -29,6 +29,15 @@ def release(tmp_path: Path, settings: Settings, catalog: Catalog) -> str:
     return publish_records(tmp_path, settings, catalog, records, "d@v1")
 
 
+def release_files(ref: str, settings: Settings, catalog: Catalog) -> list[Path]:
+    """The release's data files on the local tier, in manifest order."""
+    from lineage.releases import get_release
+
+    with catalog.session() as s:
+        m = get_release(s, ref).manifest
+    return [Path(settings.tier_config("local").root) / m["data"]["table"] / f["path"] for f in m["files"]]
+
+
 def read_all(ref: str, settings: Settings, **kw) -> list[str]:
     reader = lineage.open_release(ref, settings=settings, columns=["sample_id"], **kw)
     return [sid for batch in reader for sid in batch.column("sample_id").to_pylist()]
@@ -138,11 +147,7 @@ def test_checksums_are_verified_once_and_corruption_is_caught(
     release: str, settings: Settings, catalog: Catalog
 ) -> None:
     assert len(read_all(release, settings)) == N  # verifies and caches
-    with catalog.session() as s:
-        from lineage.releases import get_release
-
-        m = get_release(s, release).manifest
-    victim = Path(settings.tier_config("local").root) / m["data"]["table"] / m["files"][0]["path"]
+    victim = release_files(release, settings, catalog)[0]
     data = bytearray(victim.read_bytes())
     data[len(data) // 2] ^= 0xFF
     victim.write_bytes(bytes(data))
@@ -229,7 +234,6 @@ def test_release_files_decode_straight_into_views_and_older_files_are_cast(
     release: str, settings: Settings, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from lineage.reader import release_reader
-    from lineage.releases import get_release
 
     decoded: list[pa.DataType] = []
     original = release_reader.as_views
@@ -243,10 +247,7 @@ def test_release_files_decode_straight_into_views_and_older_files_are_cast(
     assert decoded and set(decoded) == {pa.string_view()}  # no cast: the files leave the layout to us
 
     # a release written before its files left the Arrow schema out: the same samples, cast to views
-    with catalog.session() as s:
-        m = get_release(s, release).manifest
-    for entry in m["files"]:
-        path = Path(settings.tier_config("local").root) / m["data"]["table"] / entry["path"]
+    for path in release_files(release, settings, catalog):
         old = pq.ParquetFile(path)
         groups = [old.read_row_group(g) for g in range(old.metadata.num_row_groups)]
         with pq.ParquetWriter(path, old.schema_arrow, store_schema=True) as writer:
