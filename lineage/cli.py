@@ -285,6 +285,8 @@ def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
             f"dataset {m['dataset']} v{m['dataset_version']} on tier {m['tier']}: "
             f"{m['row_count']:,} samples, {m['bytes']:,} bytes in {len(m['files'])} files"
         )
+        for kind, (path, version) in release.dataset_version.pinned_tables.items():
+            console.print(f"{kind} table {path} at Delta version {version}")
         files = Table(title="Files")
         for col in ("path", "rows", "bytes", "xxh3-128"):
             files.add_column(col)
@@ -539,7 +541,9 @@ def dedupe(
 
 @app.command()
 def gc(dry_run: Annotated[bool, typer.Option(help="Only list what would be deleted.")] = False) -> None:
-    """Delete files of runs that never committed. Never touches what a dataset version needs."""
+    """Delete files of runs that never committed: the supported way to reclaim space (not Delta's
+    VACUUM, which these tables' retention keeps from deleting anything). Never touches what a
+    dataset version needs; gives any table that lacks them its retention properties back."""
     from lineage.gc import collect_garbage
 
     report = collect_garbage(_catalog(), _settings(), dry_run=dry_run)
@@ -548,6 +552,8 @@ def gc(dry_run: Annotated[bool, typer.Option(help="Only list what would be delet
         f"abandoned runs marked failed: {len(report.abandoned_runs)}; {verb} "
         f"{len(report.deleted_files)} files; kept {report.kept_files} committed files"
     )
+    for table in report.retention_set:
+        console.print(f"{'would set' if dry_run else 'set'} retention properties on {table}")
 
 
 @app.command()

@@ -1,7 +1,11 @@
-"""Clean up after runs that never reached their catalog commit.
+"""Clean up after runs that never reached their catalog commit: the supported way to reclaim space.
 
 Safety rule: a file referenced by any Delta version that the catalog pins (every dataset
-version, so every release) is never deleted, and ``_delta_log`` is never touched.
+version, so every release) is never deleted, and nothing in ``_delta_log`` is ever deleted.
+
+Delta's own ``VACUUM`` and log cleanup cannot know what the catalog pins, so every table carries a
+retention they never reach (:mod:`storage.delta`). gc gives that retention back to any table that
+lacks it (written by an older version, or changed by hand): dataset tables and release replicas.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from pathlib import Path
 import pyarrow.fs as pafs
 from sqlalchemy import select
 
-from lineage.catalog import Catalog, DatasetVersion, Run
+from lineage.catalog import Catalog, DatasetVersion, Replica, Run
 from lineage.catalog.models import utcnow
 from lineage.settings import Settings
-from storage.delta import version_files
+from storage.delta import ensure_table_retention, version_files
 from storage.layout import DatasetTables
 from storage.tier import get_tier
 
@@ -32,6 +36,7 @@ class GcReport:
     abandoned_runs: list[str] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
     kept_files: int = 0
+    retention_set: list[str] = field(default_factory=list)  # tables given the retention properties
 
 
 def _process_alive(run: Run) -> bool:
@@ -87,18 +92,18 @@ def collect_garbage(
         tables: dict[tuple[str, str], set[str]] = {}
         for dv in versions:
             tier = get_tier(dv.tier, settings)
-            pinned = [
-                (dv.data_path, dv.data_delta_version),
-                (dv.lineage_path, dv.lineage_delta_version),
-                (dv.quarantine_path, dv.quarantine_delta_version),
-            ]
-            if dv.signatures_path is not None and dv.signatures_delta_version is not None:
-                pinned.append((dv.signatures_path, dv.signatures_delta_version))
-            for path, version in pinned:
+            for path, version in dv.pinned_tables.values():
                 protected = tables.setdefault((dv.tier, path), set())
                 protected.update(f["path"] for f in version_files(tier, path, version))
+        replicas = {
+            (tier, path)
+            for tier, path in s.execute(select(Replica.tier, Replica.table_path).where(Replica.state != "removed"))
+        }
     for tier_name, table_path in _tables_on_tiers(settings):
         tables.setdefault((tier_name, table_path), set())  # tables no committed version knows yet
+    for tier_name, table_path in sorted(set(tables) | replicas):
+        if ensure_table_retention(get_tier(tier_name, settings), table_path, dry_run=dry_run):
+            report.retention_set.append(f"{tier_name}:{table_path}")
     for (tier_name, table_path), protected in tables.items():
         tier = get_tier(tier_name, settings)
         fs = tier.filesystem
@@ -126,5 +131,10 @@ def collect_garbage(
             for child in staging.iterdir():
                 if child.name not in running:
                     shutil.rmtree(child, ignore_errors=True)
-    log.info("gc: %d files deleted, %d kept", len(report.deleted_files), report.kept_files)
+    log.info(
+        "gc: %d files deleted, %d kept, retention set on %d tables",
+        len(report.deleted_files),
+        report.kept_files,
+        len(report.retention_set),
+    )
     return report

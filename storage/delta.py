@@ -4,6 +4,14 @@ Engines write a run's files into a subfolder of the table (``run-<id>/``); the d
 exactly those files in one Delta transaction, with per-file statistics from the Parquet footers
 so readers can prune. Each commit *overwrites*: a dataset version is a full snapshot, so a
 commit left behind by a run that died before the catalog commit is never part of a later one.
+
+Retention: the catalog pins Delta versions (a release pins them for good), and Delta retention is
+table-wide, so every table we write carries :data:`TABLE_PROPERTIES`: file and log retention that
+no pinned version can reach, and a checkpoint every :data:`CHECKPOINT_INTERVAL` commits. A standard
+``VACUUM`` or log cleanup, by any Delta writer, then never deletes a file or a log entry a pinned
+version needs; ``lineage gc``, which knows what the catalog pins, reclaims the space instead. A
+table written before these properties (or changed since) gets them back at its next commit here,
+or from ``lineage gc``.
 """
 
 from __future__ import annotations
@@ -19,13 +27,25 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Schema
+from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Schema
 from deltalake.exceptions import TableNotFoundError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
+
+#: About a century: beyond the age of any pinned version, and still within a signed 64-bit count
+#: of nanoseconds (about 106,000 days), the finest unit a Delta writer may convert it to.
+RETENTION = "interval 36500 days"
+CHECKPOINT_INTERVAL = 10  # Spark's default; delta-rs writes one when a commit's version + 1 is a multiple
+TABLE_PROPERTIES = {
+    "delta.logRetentionDuration": RETENTION,
+    "delta.deletedFileRetentionDuration": RETENTION,
+    "delta.checkpointInterval": str(CHECKPOINT_INTERVAL),
+}
+# Our commits write checkpoints but never clean up the log: what is pinned is the catalog's to say.
+_HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
 
 
 @dataclass(frozen=True)
@@ -111,16 +131,55 @@ def commit_snapshot(
     except TableNotFoundError:
         try:
             create_table_with_add_actions(
-                uri, delta_schema, actions, mode="error", storage_options=opts, commit_properties=props
+                uri,
+                delta_schema,
+                actions,
+                mode="error",
+                configuration=TABLE_PROPERTIES,
+                storage_options=opts,
+                commit_properties=props,
+                post_commithook_properties=_HOOKS,
             )
             return DeltaTable(uri, storage_options=opts).version()
         except Exception:  # another writer created it first: fall through to a normal commit
             if not DeltaTable.is_deltatable(uri, storage_options=opts):
                 raise
             table = DeltaTable(uri, storage_options=opts)
-    table.create_write_transaction(actions, mode="overwrite", schema=delta_schema, commit_properties=props)
+    ensure_retention(table, f"{tier.name}:{table_path}")
+    table.create_write_transaction(
+        actions, mode="overwrite", schema=delta_schema, commit_properties=props, post_commithook_properties=_HOOKS
+    )
     table.update_incremental()
     return table.version()
+
+
+def ensure_retention(table: DeltaTable, name: str, *, dry_run: bool = False) -> bool:
+    """Give ``table`` our :data:`TABLE_PROPERTIES` if it lacks them; True if it did (or would, dry).
+
+    A different value someone set is replaced, with a warning: a shorter retention would let a
+    routine vacuum or log cleanup break a pinned version. Setting them is one metadata-only commit.
+    """
+    current = table.metadata().configuration
+    wrong = {key: value for key, value in TABLE_PROPERTIES.items() if current.get(key) != value}
+    if not wrong:
+        return False
+    replaced = {key: current[key] for key in wrong if key in current}
+    if replaced:
+        log.warning("%s: replacing retention properties %s with %s", name, replaced, wrong)
+    if not dry_run:
+        table.alter.set_table_properties(wrong, post_commithook_properties=_HOOKS)
+        table.update_incremental()
+    return True
+
+
+def ensure_table_retention(tier: Tier, table_path: str, *, dry_run: bool = False) -> bool:
+    """:func:`ensure_retention` on the table at ``table_path``; False if there is no table there."""
+    uri = tier.uri(table_path)
+    try:
+        table = DeltaTable(uri, storage_options=tier.storage_options)
+    except TableNotFoundError:
+        return False
+    return ensure_retention(table, f"{tier.name}:{table_path}", dry_run=dry_run)
 
 
 def open_version(tier: Tier, table_path: str, version: int) -> DeltaTable:

@@ -37,6 +37,8 @@ def test_ingest_run_publish_show_sample_export(corpus: Path, tmp_path: Path) -> 
     assert "clean@v1" in lineage(home, "release", "list").stdout
     show = lineage(home, "release", "show", "clean@v1").stdout
     assert "4 samples" in show and "xxh3-128" in show
+    for kind in ("data", "lineage", "quarantine"):  # each table the release reads, at the version it pins
+        assert f"{kind} table datasets/clean/{kind} at Delta version 0" in show
 
     export_dir = tmp_path / "export"
     lineage(home, "export", "clean@v1", "--out", str(export_dir))

@@ -87,6 +87,18 @@ class DatasetVersion(Base):
     def ref(self) -> str:
         return f"{self.dataset.name}:v{self.version}"
 
+    @property
+    def pinned_tables(self) -> dict[str, tuple[str, int]]:
+        """Each table this version pins (data, lineage, quarantine, signatures): its path and Delta version."""
+        pinned = {
+            "data": (self.data_path, self.data_delta_version),
+            "lineage": (self.lineage_path, self.lineage_delta_version),
+            "quarantine": (self.quarantine_path, self.quarantine_delta_version),
+        }
+        if self.signatures_path is not None and self.signatures_delta_version is not None:
+            pinned["signatures"] = (self.signatures_path, self.signatures_delta_version)
+        return pinned
+
 
 class Release(Base):
     """``name@tag`` pinned to one dataset version. Immutable once published."""

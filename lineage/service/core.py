@@ -120,6 +120,10 @@ class Service:
                 "dataset": dv.dataset.name,
                 "dataset_version": dv.version,
                 "row_count": dv.row_count,
+                "tables": {
+                    kind: {"tier": dv.tier, "table": path, "delta_version": version}
+                    for kind, (path, version) in dv.pinned_tables.items()
+                },
             }
         )
 

@@ -76,11 +76,30 @@ VersionOut = derive(
     doc="One immutable version of a dataset: the Delta versions it pins, row count and schema.",
 )
 RunOut = derive(models.Run, "Run")
+
+
+class PinnedTable(BaseModel):
+    """A Delta table of a release's dataset version, and the Delta version of it the release pins."""
+
+    tier: str
+    table: str = Field(description="The table's path on the tier.")
+    delta_version: int
+
+
 ReleaseOut = derive(
     models.Release,
     "Release",
     exclude=("manifest",),
-    extra={"ref": (str, ...), "dataset": (str, ...), "dataset_version": (int, ...), "row_count": (int, 0)},
+    extra={
+        "ref": (str, ...),
+        "dataset": (str, ...),
+        "dataset_version": (int, ...),
+        "row_count": (int, 0),
+        "tables": (
+            dict[str, PinnedTable],
+            Field(default_factory=dict, description="data, lineage, quarantine (and signatures): what is pinned."),
+        ),
+    },
     doc="A release NAME@TAG pinned to one dataset version (its manifest is a sub-resource).",
 )
 ReplicaOut = derive(

@@ -72,7 +72,11 @@ def test_release_lifecycle(client: Client, world: World) -> None:
     assert not again.changed and again.release.id == first.release.id
     with pytest.raises(Conflict, match="different content"):
         client.create_release(f"clean@{tag}", version=2)
-    assert client.manifest(f"clean@{tag}")["row_count"] == 3
+    manifest = client.manifest(f"clean@{tag}")
+    assert manifest["row_count"] == 3
+    pins = {kind: (t.tier, t.table, t.delta_version) for kind, t in first.release.tables.items()}
+    assert pins == {k: (manifest["tier"], manifest[k]["table"], manifest[k]["delta_version"]) for k in pins}
+    assert sorted(pins) == ["data", "lineage", "quarantine"]
     quality = client.quality(f"clean@{tag}")
     assert [s["operator"] for s in quality.steps] == ["convert", "exact_dedupe", "quality"]
     assert quality.steps[1]["reasons"] == {"exact_duplicate": 1}
