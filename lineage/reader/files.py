@@ -120,9 +120,9 @@ def file_identity(tier: Tier, path: str) -> Identity:
         }
     if tier.kind == "s3":
         with tier.filesystem.open_input_file(full) as handle:
-            head = {key: value.decode() for key, value in handle.metadata().items()}
+            size, head = handle.size(), {key: value.decode() for key, value in handle.metadata().items()}
         if head.get("ETag"):
-            return {"size": handle.size(), "last_modified": head.get("Last-Modified", ""), "etag": head["ETag"]}
+            return {"size": size, "last_modified": head.get("Last-Modified", ""), "etag": head["ETag"]}
     info = tier.filesystem.get_file_info(full)
     if info.type != pafs.FileType.File:
         raise FileNotFoundError(f"{tier.name}:{path}: no such file")
