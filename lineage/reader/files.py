@@ -44,6 +44,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,8 +107,10 @@ def ordered_locations(
 Identity = dict[str, int | str]
 
 
-def file_identity(tier: Tier, path: str) -> Identity:
-    """What the storage says about a tier-relative file without reading it (see the module docstring)."""
+def file_identity(tier: Tier, path: str, opened: pa.NativeFile | None = None) -> Identity:
+    """What the storage says about a tier-relative file without reading it (see the module
+    docstring). ``opened``: the file, already opened for reading, whose open on S3 made the
+    ``HEAD`` request that holds the ETag."""
     full = tier.path(path)
     if tier.kind == "posix":
         st = os.stat(full)
@@ -119,7 +122,8 @@ def file_identity(tier: Tier, path: str) -> Identity:
             "ctime_ns": st.st_ctime_ns,
         }
     if tier.kind == "s3":
-        with tier.filesystem.open_input_file(full) as handle:
+        with ExitStack() as stack:
+            handle = opened or stack.enter_context(tier.filesystem.open_input_file(full))
             size, head = handle.size(), {key: value.decode() for key, value in handle.metadata().items()}
         if head.get("ETag"):
             return {"size": size, "last_modified": head.get("Last-Modified", ""), "etag": head["ETag"]}
@@ -156,10 +160,12 @@ class VerifiedMarkers:
             log.debug("ignoring marker %s: %s", marker, exc)
             return None
 
-    def check(self, tier: Tier, path: str, entry: dict[str, Any]) -> None:
-        """Hash the file unless a marker says these very bytes matched; raise on a mismatch."""
+    def check(self, tier: Tier, path: str, entry: dict[str, Any], opened: pa.NativeFile | None = None) -> None:
+        """Hash the file unless a marker says these very bytes matched; raise on a mismatch.
+
+        ``opened``: the file, already opened for reading (see :func:`file_identity`)."""
         marker = self._marker(tier, path, entry["xxh3_128"])
-        identity = file_identity(tier, path)
+        identity = file_identity(tier, path, opened)
         if self._recorded(marker) == identity:
             return
         hashed_from = time.time_ns()
@@ -236,9 +242,9 @@ class ReleaseFiles:
             try:
                 tier = get_tier(loc.tier, self.settings)
                 path = f"{loc.table_path}/{entry['path']}"
-                if self.verify:
-                    self._markers.check(tier, path, entry)
                 with tier.filesystem.open_input_file(tier.path(path)) as handle:
+                    if self.verify:
+                        self._markers.check(tier, path, entry, handle)
                     footer = pq.ParquetFile(handle).metadata
             except (OSError, KeyError) as exc:
                 mismatch = mismatch or isinstance(exc, ChecksumMismatch)

@@ -215,6 +215,19 @@ def test_a_replica_tier_verify_found_corrupt_is_never_read(release: str, setting
     assert read_all(release, settings) == expected
 
 
+def test_only_a_release_with_no_replica_recorded_is_read_from_its_manifests_table(
+    release: str, settings: Settings, catalog: Catalog
+) -> None:
+    from lineage.catalog import Replica
+
+    with catalog.session() as s:
+        for replica in s.scalars(select(Replica)):
+            s.delete(replica)
+    reader = lineage.open_release(release, settings=settings)
+    assert [(loc.tier, loc.state) for loc in reader.files.locations] == [("local", "unrecorded")]
+    assert sum(b.num_rows for b in reader) == N
+
+
 def test_each_open_is_recorded(release: str, settings: Settings, catalog: Catalog) -> None:
     for rank in range(2):
         lineage.open_release(release, settings=settings, rank=rank, world_size=2, job="train-42")
