@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, Release, Replica, ReplicaFile
 from lineage.catalog.models import utcnow
+from lineage.reader.files import VerifiedMarkers
 from lineage.releases import get_release
 from lineage.settings import Settings
 from lineage.transfer_jobs import CopyEngine, copy_on_engine
@@ -233,14 +234,22 @@ def move_release(catalog: Catalog, settings: Settings, ref: str, to_tier: str, *
 
 
 def verify_release(catalog: Catalog, settings: Settings, ref: str, tier_name: str) -> ReplicaOutcome:
-    """Read every file of the replica on ``tier_name`` back; mark it verified or corrupt."""
+    """Read every file of the replica on ``tier_name`` back; mark it verified or corrupt.
+
+    This host's verified markers of those files are cleared (see :mod:`lineage.reader.files`):
+    verify is what catches bytes that changed under an unchanged file identity.
+    """
     with catalog.session() as s:
         release = get_release(s, ref)
         replica = next((r for r in replicas_of(s, release) if r.tier == tier_name), None)
         if replica is None or replica.state in ("removed", "removing"):
             raise ReplicaError(f"{ref} has no replica on tier {tier_name!r}")
         replica_id, table_path, specs = replica.id, replica.table_path, _specs(release)
-    problems = verify_files(get_tier(tier_name, settings), table_path, specs)
+    tier = get_tier(tier_name, settings)
+    problems = verify_files(tier, table_path, specs)
+    # this host's readers must hash these files again, not trust what they verified before
+    forgotten = VerifiedMarkers(settings).forget(tier, table_path, ((f.path, f.xxh3_128) for f in specs))
+    log.info("verify of %s on %s: %d problems, %d verified markers cleared", ref, tier_name, len(problems), forgotten)
     now = utcnow()
     with catalog.session() as s:
         replica = s.get(Replica, replica_id)

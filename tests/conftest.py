@@ -81,6 +81,21 @@ def publish_records(tmp_path: Path, settings: Settings, catalog: Catalog, record
     return ref
 
 
+def corrupted(data: bytes, how: str) -> bytes:
+    """A release file's bytes damaged in one of :data:`CORRUPTIONS`: one byte flipped (in the
+    leading magic, mid-file in the column data, or in the Thrift footer before its length and
+    magic), or the file cut short."""
+    if how == "truncated":
+        return data[: len(data) - 10]
+    offset = {"start": 0, "middle": len(data) // 2, "footer": len(data) - 20}[how]
+    damaged = bytearray(data)
+    damaged[offset] ^= 0xFF
+    return bytes(damaged)
+
+
+CORRUPTIONS = ("start", "middle", "footer", "truncated")
+
+
 FAMILY = (
     "GNU C library: shared libraries. Contains the standard libraries that are used by nearly all "
     "programs on the system. This package includes shared versions of the standard C library and the "

@@ -38,7 +38,7 @@ class ManifestSource(Protocol):
     """Where a reader gets a release's manifest and records its use: the catalog or the service."""
 
     def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
-        """(manifest, content digest, replica locations)."""
+        """(manifest, content digest, every replica the catalog records, in any state)."""
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None: ...
 
@@ -58,9 +58,9 @@ class CatalogSource:
             release = get_release(s, ref)
             if release.state != "published":
                 log.warning("release %s is %s", ref, release.state)
-            from lineage.replicas import verified_locations
+            from lineage.replicas import replicas_of
 
-            replicas = [Location(r.tier, r.table_path) for r in verified_locations(s, release)]
+            replicas = [Location(r.tier, r.table_path, r.state, r.detail) for r in replicas_of(s, release)]
             return release.manifest, release.content_digest, replicas
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
@@ -106,7 +106,8 @@ class ServiceSource:
                 f"release {ref}: the manifest from {self.client.url or 'the service'} does not match the release's "
                 f"content digest {release.content_digest[:12]}"
             )
-        replicas = [Location(r.tier, r.table_path) for r in self.client.replicas(ref, state="verified")]
+        # every state: a release whose only replica is corrupt must fail, not fall back to the manifest's table
+        replicas = [Location(r.tier, r.table_path, r.state, r.detail) for r in self.client.replicas(ref)]
         return manifest, release.content_digest, replicas
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:

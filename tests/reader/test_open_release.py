@@ -3,6 +3,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,10 +13,10 @@ from sqlalchemy import select
 
 import lineage
 from lineage.catalog import Catalog, ReleaseRead
-from lineage.reader.files import ChecksumMismatch
+from lineage.reader.files import SETTLE_NS, ChecksumMismatch
 from lineage.reader.release_reader import ReleaseReader
 from lineage.settings import Settings
-from tests.conftest import publish_records
+from tests.conftest import CORRUPTIONS, corrupted, publish_records
 
 N = 301  # a prime: every world size leaves a remainder
 
@@ -143,18 +144,88 @@ def test_decode_threads_do_not_change_what_is_read(release: str, settings: Setti
     )
 
 
-def test_checksums_are_verified_once_and_corruption_is_caught(
+def settle(paths: list[Path]) -> None:
+    """Wait until the files changed long enough ago to be remembered as verified (see
+    :data:`lineage.reader.files.SETTLE_NS`)."""
+    newest = max(max(p.stat().st_mtime_ns, p.stat().st_ctime_ns) for p in paths)
+    time.sleep(max(0, newest + SETTLE_NS - time.time_ns()) / 1e9 + 0.01)
+
+
+def markers(settings: Settings) -> list[Path]:
+    directory = Path(settings.home) / "verified"
+    return sorted(directory.iterdir()) if directory.exists() else []
+
+
+@pytest.mark.parametrize("how", CORRUPTIONS)
+def test_a_file_changed_after_it_was_verified_is_hashed_again(
+    how: str, release: str, settings: Settings, catalog: Catalog
+) -> None:
+    files = release_files(release, settings, catalog)
+    settle(files)
+    expected = read_all(release, settings)
+    assert len(markers(settings)) == len(files)  # each file verified once: the next open trusts the markers
+    victim = files[1]
+    original = victim.read_bytes()
+    victim.write_bytes(corrupted(original, how))
+    with pytest.raises(ChecksumMismatch, match=rf"no good copy of \S*/{victim.name}: local: .*manifest says"):
+        read_all(release, settings)
+    victim.write_bytes(original)
+    assert read_all(release, settings) == expected
+
+
+def test_a_file_hashed_just_after_it_changed_is_hashed_again_next_time(
     release: str, settings: Settings, catalog: Catalog
 ) -> None:
-    assert len(read_all(release, settings)) == N  # verifies and caches
-    victim = release_files(release, settings, catalog)[0]
-    data = bytearray(victim.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    victim.write_bytes(bytes(data))
-    for marker in (Path(settings.home) / "verified").iterdir():
-        marker.unlink()
-    with pytest.raises(ChecksumMismatch):
+    """A same-size rewrite in the same clock tick as the hash would keep the file's identity, so a
+    file that changed just before it was hashed is not remembered (git's "racily clean" rule)."""
+    files = release_files(release, settings, catalog)
+    settle(files)
+    files[0].write_bytes(files[0].read_bytes())  # a write: new timestamps, same bytes
+    read_all(release, settings)
+    assert len(markers(settings)) == len(files) - 1
+    settle(files)
+    read_all(release, settings)
+    assert len(markers(settings)) == len(files)
+
+
+def test_a_replica_tier_verify_found_corrupt_is_never_read(release: str, settings: Settings, catalog: Catalog) -> None:
+    from typer.testing import CliRunner
+
+    from lineage.cli import app
+
+    files = release_files(release, settings, catalog)
+    settle(files)
+    expected = read_all(release, settings)
+    assert len(markers(settings)) == len(files)
+    victim = files[2]
+    original = victim.read_bytes()
+    victim.write_bytes(corrupted(original, "middle"))
+    cli = CliRunner()
+    found = cli.invoke(app, ["tier", "verify", release, "--to", "local"])
+    assert found.exit_code == 1 and victim.name in found.output and "corrupt" in found.output
+    assert markers(settings) == []  # this host hashes every checked file again
+    # the only replica is corrupt: no fallback to the manifest's table, even for the files that are intact
+    refused = rf"no good copy of \S*/{files[0].name}: local: the replica is corrupt \(\S*/{victim.name}: .*\), not read"
+    with pytest.raises(ChecksumMismatch, match=refused):
         read_all(release, settings)
+    victim.write_bytes(original)  # repaired, but the catalog still says corrupt: still never read
+    with pytest.raises(ChecksumMismatch, match=refused):
+        read_all(release, settings)
+    assert cli.invoke(app, ["tier", "verify", release, "--to", "local"]).exit_code == 0
+    assert read_all(release, settings) == expected
+
+
+def test_only_a_release_with_no_replica_recorded_is_read_from_its_manifests_table(
+    release: str, settings: Settings, catalog: Catalog
+) -> None:
+    from lineage.catalog import Replica
+
+    with catalog.session() as s:
+        for replica in s.scalars(select(Replica)):
+            s.delete(replica)
+    reader = lineage.open_release(release, settings=settings)
+    assert [(loc.tier, loc.state) for loc in reader.files.locations] == [("local", "unrecorded")]
+    assert sum(b.num_rows for b in reader) == N
 
 
 def test_each_open_is_recorded(release: str, settings: Settings, catalog: Catalog) -> None:

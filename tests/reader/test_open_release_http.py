@@ -198,3 +198,26 @@ def test_replicas_come_from_the_service(served: Served, tmp_path: Path) -> None:
     )
     assert [loc.tier for loc in reader.files.locations] == ["warm", "local"]
     assert sum(b.num_rows for b in reader) == N
+
+
+def test_a_release_whose_only_replica_is_corrupt_is_refused(served: Served) -> None:
+    """The service lists every replica with its state: a corrupt one is not read, and the reader
+    does not fall back to the manifest's table as it would for a release with no replicas recorded."""
+    from lineage.replicas import verify_release
+
+    served.service.create_release({"name": "d", "tag": "rotten"})
+    with served.service.catalog.session() as s:
+        manifest = get_release(s, "d@rotten").manifest
+    table = Path(served.settings.tier_config("local").root) / manifest["data"]["table"]
+    victim = table / manifest["files"][1]["path"]
+    original = victim.read_bytes()
+    try:
+        victim.write_bytes(original[:-10])
+        assert verify_release(served.service.catalog, served.settings, "d@rotten", "local").state == "corrupt"
+    finally:
+        victim.write_bytes(original)  # the files are d@v1's too; d@rotten's replica stays marked corrupt
+    refused = rf"no good copy of {manifest['files'][0]['path']}: local: the replica is corrupt \(.*{victim.name}"
+    with pytest.raises(ChecksumMismatch, match=refused):
+        lineage.open_release("d@rotten", settings=served.settings, url=served.url, token=served.token)
+    with Client(service=served.service) as in_process, pytest.raises(ChecksumMismatch, match=refused):
+        lineage.open_release("d@rotten", settings=served.settings, client=in_process)

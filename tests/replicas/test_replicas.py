@@ -13,10 +13,12 @@ import pytest
 from deltalake import DeltaTable
 
 from lineage.catalog import Catalog
+from lineage.reader.files import ChecksumMismatch
 from lineage.releases import publish
 from lineage.replicas import copy_release, move_release, verify_release
 from lineage.settings import Settings
-from storage.tier import get_tier
+from storage.tier import Tier, get_tier
+from tests.conftest import CORRUPTIONS, corrupted
 from tests.fixtures_ceph import CephS3
 from tests.replicas.conftest import replicas, sample_ids
 
@@ -137,3 +139,56 @@ def test_copy_to_a_real_ceph_tier_and_read_back(
     assert DeltaTable(tier.uri(replica.table_path), storage_options=tier.storage_options).version() == 0
     assert sample_ids(settings, release, prefer_tier="ceph") == sample_ids(settings, release)
     assert {f.xxh3_128 for f in replica.files} == {f.xxh3_128 for f in replicas(catalog, release)["local"].files}
+
+
+def _ceph_only_copy(release: str, settings: Settings, catalog: Catalog, ceph_s3: CephS3) -> tuple[Tier, list[str]]:
+    """Move the release to a real Ceph tier (the local primary is removed): the tier and the
+    paths of its files there."""
+    settings.tiers.append(ceph_s3.tier_config(name="ceph"))
+    move_release(catalog, settings, release, "ceph")
+    reps = replicas(catalog, release)
+    assert reps["local"].state == "removed" and reps["ceph"].state == "verified"
+    tier = get_tier("ceph", settings)
+    return tier, [tier.path(reps["ceph"].table_path, f.path) for f in reps["ceph"].files]
+
+
+def _put(tier: Tier, path: str, data: bytes) -> None:
+    with tier.filesystem.open_output_stream(path) as out:
+        out.write(data)
+
+
+def test_on_ceph_an_object_changed_after_it_was_verified_is_hashed_again(
+    release: str, settings: Settings, catalog: Catalog, ceph_s3: CephS3
+) -> None:
+    tier, paths = _ceph_only_copy(release, settings, catalog, ceph_s3)
+    expected = sample_ids(settings, release)
+    assert len(list((settings.home / "verified").iterdir())) == len(paths)  # an ETag needs no settling
+    victim = paths[1]
+    with tier.filesystem.open_input_stream(victim) as stream:
+        original = stream.read()
+    for how in CORRUPTIONS:  # rewrites a second apart or less: same size, often the same Last-Modified; ETags differ
+        _put(tier, victim, corrupted(original, how))
+        with pytest.raises(ChecksumMismatch, match=rf"no good copy of \S*/{victim.rsplit('/', 1)[1]}: ceph: "):
+            sample_ids(settings, release)
+        _put(tier, victim, original)
+        assert sample_ids(settings, release) == expected, how
+
+
+def test_on_ceph_a_replica_verify_found_corrupt_is_never_read(
+    release: str, settings: Settings, catalog: Catalog, ceph_s3: CephS3
+) -> None:
+    tier, paths = _ceph_only_copy(release, settings, catalog, ceph_s3)
+    sample_ids(settings, release)
+    victim = paths[3]
+    with tier.filesystem.open_input_stream(victim) as stream:
+        original = stream.read()
+    _put(tier, victim, corrupted(original, "middle"))
+    assert verify_release(catalog, settings, release, "ceph").state == "corrupt"
+    assert not list((settings.home / "verified").iterdir())
+    _put(tier, victim, original)  # repaired, but the catalog still says corrupt
+    name = victim.rsplit("/", 1)[1]
+    refused = (
+        rf"no good copy of \S+: local: the replica is removed, not read; ceph: the replica is corrupt \(\S*/{name}: "
+    )
+    with pytest.raises(ChecksumMismatch, match=refused):
+        sample_ids(settings, release)
