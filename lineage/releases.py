@@ -38,6 +38,8 @@ class ReleaseConflict(ReleaseError):
 
 
 DRAFT, PUBLISHED, DEPRECATED = "draft", "published", "deprecated"
+# A live release may still be read: its files and pinned Delta versions are never deleted.
+LIVE_STATES = (PUBLISHED, DEPRECATED)
 
 
 def parse_ref(ref: str) -> tuple[str, str]:

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from lineage.catalog import Catalog, Release, Replica, ReplicaFile
 from lineage.catalog.models import utcnow
 from lineage.reader.files import VerifiedMarkers
-from lineage.releases import get_release
+from lineage.releases import LIVE_STATES, get_release
 from lineage.settings import Settings
 from lineage.transfer_jobs import CopyEngine, copy_on_engine
 from operators.schema import SAMPLE_SCHEMA
@@ -185,7 +185,8 @@ def copy_release(
 
 
 def _needed_elsewhere(session: Session, release: Release, tier: str, table_path: str) -> set[str]:
-    """Files under ``table_path`` on ``tier`` that another published release's live replica uses."""
+    """Files under ``table_path`` on ``tier`` that another live (published or deprecated) release's
+    replica uses: a deprecated release stays readable, so its files stay too."""
     needed: set[str] = set()
     others = session.scalars(
         select(Replica)
@@ -195,7 +196,7 @@ def _needed_elsewhere(session: Session, release: Release, tier: str, table_path:
             Replica.table_path == table_path,
             Replica.release_id != release.id,
             Replica.state.in_(("verified", "copying")),
-            Release.state == "published",
+            Release.state.in_(LIVE_STATES),
         )
     )
     for other in others:

@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 
 from lineage.catalog import Catalog
 from lineage.reader.files import ChecksumMismatch
-from lineage.releases import publish
+from lineage.releases import deprecate, publish
 from lineage.replicas import copy_release, move_release, verify_release
 from lineage.settings import Settings
 from storage.tier import Tier, get_tier
@@ -53,6 +53,17 @@ def test_verify_catches_corruption(release: str, cold: str, settings: Settings, 
     assert replicas(catalog, release)[cold].state == "corrupt"
     # the reader no longer uses the corrupt copy, even when preferred
     assert len(sample_ids(settings, release, prefer_tier=cold)) == 200
+
+
+def test_move_keeps_files_a_deprecated_release_still_reads(
+    release: str, cold: str, settings: Settings, catalog: Catalog
+) -> None:
+    """A deprecated release stays readable, so moving another release off the same files keeps them."""
+    publish(catalog, settings, "d@old")
+    deprecate(catalog, "d@old", reason="superseded")
+    out = move_release(catalog, settings, release, cold)
+    assert out.removed_from == "local" and out.deleted_files == 0
+    assert sample_ids(settings, "d@old") == sample_ids(settings, release)
 
 
 def test_move_removes_only_files_no_other_release_needs(
