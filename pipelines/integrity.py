@@ -14,6 +14,7 @@ Both raise :class:`RunError`; the runner marks the run failed and commits nothin
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,11 +53,14 @@ def duplicate_ids(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[int, l
 
 
 def check_unique_ids(tier: Tier, paths: Sequence[str], settings: Settings) -> None:
-    """Fail the run if two ingested samples share a ``sample_id``; ``paths`` are ingested-id files."""
+    """Fail the run if two ingested samples share a ``sample_id``; ``paths`` (``tier.path`` form) hold their ids."""
     if not paths:
         return
-    config = {"memory_limit": settings.duckdb_memory_limit, "temp_directory": str(settings.staging_dir / "spill")}
-    with duckdb.connect(config=config) as con:
+    settings.staging_dir.mkdir(parents=True, exist_ok=True)
+    with (
+        tempfile.TemporaryDirectory(prefix="ids-spill-", dir=settings.staging_dir) as spill,
+        duckdb.connect(config={"memory_limit": settings.duckdb_memory_limit, "temp_directory": spill}) as con,
+    ):
         con.register(
             "ingested",
             pads.dataset(list(paths), filesystem=tier.filesystem, schema=INGESTED_SCHEMA, format="parquet"),

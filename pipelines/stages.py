@@ -126,8 +126,9 @@ def _dropped(records: pa.RecordBatch) -> pa.Array:
 
 def run_maps(batch: pa.RecordBatch, maps: Sequence[Step], run_id: str) -> tuple[pa.RecordBatch, list[pa.RecordBatch]]:
     """Push one staged batch through fused map steps; return staged survivors and stamped lineage."""
-    keys = batch.column(ROW_KEY)
-    samples = batch.drop_columns([ROW_KEY]) if maps else batch
+    if not maps:
+        return batch, []
+    keys, samples = batch.column(ROW_KEY), batch.drop_columns([ROW_KEY])
     lineage: list[pa.RecordBatch] = []
     for step in maps:
         if samples.num_rows == 0:
@@ -138,8 +139,6 @@ def run_maps(batch: pa.RecordBatch, maps: Sequence[Step], run_id: str) -> tuple[
         _aligned(step, samples.column("sample_id").filter(keep), out.samples.select(["sample_id"]), "samples")
         lineage.append(stamp(out.lineage, run_id, step.index))
         samples, keys = out.samples, keys.filter(keep)
-    if not maps:
-        return batch, lineage
     return pa.RecordBatch.from_arrays([*samples.columns, keys], schema=STAGED_SCHEMA), lineage
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import logging
 import math
 import shutil
@@ -149,10 +150,10 @@ class LocalEngine(Engine):
         self, job: Job, lineage_w: PartWriter, quarantine_w: PartWriter, ingested_w: PartWriter, stats: Counter[str]
     ) -> Iterator[pa.RecordBatch]:
         """Staged samples from raw sources (via convert, step 0) and from catalog dataset versions."""
-        items = 0
+        items = itertools.count()  # work items, numbered for row keys: a raw file, or an input version
         for source in job.sources:
             for chunk in source.chunks.to_batches(max_chunksize=1):
-                rows, items = Ingested(items, source.position), items + 1
+                rows = Ingested(next(items), source.position)
                 for out in run_source(source.convert, chunk, job.run_id):
                     lineage_w.write(out.lineage)
                     if out.quarantine is not None and out.quarantine.num_rows:
@@ -166,7 +167,7 @@ class LocalEngine(Engine):
                     yield samples
                 job.progress("files", 1)
         for ds in job.datasets:
-            rows, items = Ingested(items, ds.position), items + 1
+            rows = Ingested(next(items), ds.position)
             dataset = version_dataset(ds.tier, ds.table_path, ds.delta_version)
             for batch in dataset.to_batches(batch_size=self.settings.batch_rows):
                 job.progress("records", batch.num_rows)
