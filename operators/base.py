@@ -88,7 +88,11 @@ class SourceOperator(Operator):
 
 
 class MapOperator(Operator):
-    """Sample-local work: quality checks, text fixes."""
+    """Sample-local work: quality checks, text fixes.
+
+    ``apply`` returns one lineage record per input row, in input order, and as samples the rows
+    not ``dropped``, in the same order (engines carry a row key alongside by position).
+    """
 
     @abstractmethod
     def apply(self, batch: pa.RecordBatch) -> OperatorOutput: ...
@@ -98,8 +102,8 @@ class GroupOperator(Operator):
     """Decisions that need a whole key group at once.
 
     ``decide`` receives a table of ``columns`` holding *complete* groups of ``key`` (possibly
-    several groups, in any order) and returns one lineage record per row. Rows whose verdict is
-    ``dropped`` leave the pipeline; group operators never modify samples.
+    several groups, in any order) and returns one lineage record per row, in input order. Rows
+    whose verdict is ``dropped`` leave the pipeline; group operators never modify samples.
     """
 
     key: ClassVar[str]
@@ -129,7 +133,8 @@ class ClusterOperator(Operator):
     needs_texts: ClassVar[bool] = False  # whether the global step needs the samples' texts
 
     @abstractmethod
-    def sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch: ...
+    def sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """One sketch row per row of ``batch`` (``sample_id``, ``text``), in its order."""
 
     @abstractmethod
     def cluster(
@@ -139,7 +144,7 @@ class ClusterOperator(Operator):
         published: pa.Table | None = None,
         fetch_texts: Callable[[pa.Array], pa.ChunkedArray] | None = None,
     ) -> pa.RecordBatch:
-        """Lineage records, one per row of ``sketches``, for the whole input at once.
+        """Lineage records, one per row of ``sketches`` and in its order, for the whole input at once.
 
         ``texts`` are aligned with ``sketches`` (when ``needs_texts``); ``fetch_texts`` returns the
         texts of published samples by id, in the order asked, so only candidates are loaded.

@@ -26,9 +26,10 @@ class ExactDedupe(GroupOperator):
     columns = ("sample_id", "content_hash", *SOURCE_ORDER)
 
     def decide(self, groups: pa.Table) -> pa.RecordBatch:
-        """Sort by (hash, source order); the first row of each hash run survives."""
-        order = [("content_hash", "ascending")] + [(c, "ascending") for c in SOURCE_ORDER]
-        t = groups.sort_by(order)
+        """Sort by (hash, source order); the first row of each hash run survives. Records in input order."""
+        keys = [("content_hash", "ascending")] + [(c, "ascending") for c in SOURCE_ORDER]
+        order = pc.sort_indices(groups, sort_keys=keys)
+        t = groups.take(order)
         n = t.num_rows
         hashes = t.column("content_hash")
         ids = t.column("sample_id").combine_chunks()
@@ -57,7 +58,7 @@ class ExactDedupe(GroupOperator):
             mask=pc.invert(mask),
         )
         related = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), kept_ids, mask=pc.invert(mask))
-        return lineage_batch(
+        records = lineage_batch(
             operator=self.name,
             operator_version=self.version,
             sample_ids=ids,
@@ -66,3 +67,4 @@ class ExactDedupe(GroupOperator):
             related_ids=related,
             detail=detail_struct(n, duplicate=duplicate),
         )
+        return records.take(pc.sort_indices(order))  # the inverse permutation: back to input order

@@ -2,7 +2,9 @@
 
 The catalog transaction at the end is the run's single commit point. Delta commits made
 before it are invisible: readers only ever open the Delta versions the catalog pins, and a
-later run's overwrite commit drops whatever a dead run added.
+later run's overwrite commit drops whatever a dead run added. Before any Delta commit the runner
+checks the engine's output against the lineage (:mod:`pipelines.integrity`): the rows written
+must be exactly the samples the last step kept, with no sample_id twice.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.engines import DatasetInput, Job, JobResult, PublishedRelease, SourceInput, TableTarget, get_engine
 from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.faults import checkpoint
+from pipelines.integrity import RunError, check_output_rows, duplicate_ids
 from pipelines.spec import InputSpec, PipelineSpec
 from storage.delta import DataFile, commit_snapshot, describe_file
 from storage.layout import DatasetTables, check_name, run_prefix
@@ -39,10 +42,6 @@ from storage.tier import Tier, get_tier, local_tier
 log = logging.getLogger(__name__)
 
 RAW_SOURCE_VERSION = 0  # source_version of samples read straight from raw files by a run
-
-
-class RunError(RuntimeError):
-    """A run failed; nothing it wrote became visible."""
 
 
 @dataclass
@@ -103,7 +102,7 @@ class Runner:
         clusters = [op for op in operators if isinstance(op, ClusterOperator)]
         if len(clusters) > 1:
             raise ValueError("a pipeline can have at most one near-duplicate (cluster) step")
-        sources, datasets, inputs = self._resolve_inputs(spec, run_id)
+        sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)
         published = self._resolve_published(clusters[0]) if clusters else []
         if published and engine_name != "local":
             raise ValueError("deduplicating against published releases (against=) runs on the local engine only")
@@ -145,7 +144,8 @@ class Runner:
             finally:
                 eng.close()
             checkpoint("after_engine")
-            return self._commit(spec, run_id, out_tier, tables, result, clusters[0] if clusters else None)
+            cluster = clusters[0] if clusters else None
+            return self._commit(spec, run_id, out_tier, tables, result, cluster, input_rows)
         except BaseException as exc:
             self._fail(run_id, exc)
             raise
@@ -153,17 +153,19 @@ class Runner:
     # -- inputs -----------------------------------------------------------------------------
     def _resolve_inputs(
         self, spec: PipelineSpec, run_id: str
-    ) -> tuple[list[SourceInput], list[DatasetInput], list[dict[str, Any]]]:
+    ) -> tuple[list[SourceInput], list[DatasetInput], list[dict[str, Any]], int]:
+        """(raw sources, dataset versions, what the run records about them, rows of those versions)."""
         sources: list[SourceInput] = []
         datasets: list[DatasetInput] = []
         recorded: list[dict[str, Any]] = []
-        for inp in spec.inputs:
+        input_rows = 0
+        for position, inp in enumerate(spec.inputs):
             check_name(inp.dataset)
             if inp.is_raw:
                 src = resolve_source(inp, spec.base_dir, self.settings)
                 chunks = plan_chunks(src, RAW_SOURCE_VERSION)
                 convert = ConvertOperator(inp.convert_params(), run_id=run_id)
-                sources.append(SourceInput(chunks, convert))
+                sources.append(SourceInput(chunks, convert, position))
                 recorded.append(
                     {
                         "kind": "files",
@@ -175,9 +177,11 @@ class Runner:
             else:
                 with self.catalog.session() as s:
                     dv = latest_version(s, inp.dataset, inp.version)
-                    datasets.append(DatasetInput(get_tier(dv.tier, self.settings), dv.data_path, dv.data_delta_version))
+                    tier = get_tier(dv.tier, self.settings)
+                    datasets.append(DatasetInput(tier, dv.data_path, dv.data_delta_version, position))
                     recorded.append({"kind": "dataset", "dataset": inp.dataset, "version": dv.version})
-        return sources, datasets, recorded
+                    input_rows += dv.row_count
+        return sources, datasets, recorded, input_rows
 
     def _resolve_published(self, op: ClusterOperator) -> list[PublishedRelease]:
         """Releases a cluster step dedupes against, with their stored signatures."""
@@ -210,11 +214,13 @@ class Runner:
         tables: DatasetTables,
         result: JobResult,
         cluster: ClusterOperator | None,
+        input_rows: int,
     ) -> RunOutcome:
         data = [describe_file(tier, tables.data, f) for f in result.data_files]
         lineage = [describe_file(tier, tables.lineage, f) for f in result.lineage_files]
         quarantine = [describe_file(tier, tables.quarantine, f) for f in result.quarantine_files]
         counts = self._counts(tier, tables, data, lineage, result)
+        check_output_rows(counts["steps"], len(spec.operators), input_rows, counts["output_rows"])
         meta = {"lineage.run_id": run_id, "lineage.dataset": spec.output.dataset}
         versions = {
             "data": commit_snapshot(tier, tables.data, data, SAMPLE_SCHEMA, meta),
@@ -276,7 +282,10 @@ class Runner:
     def _counts(
         self, tier: Tier, tables: DatasetTables, data: list[DataFile], lineage: list[DataFile], result: JobResult
     ) -> dict[str, Any]:
-        """Per-step verdict counts from the lineage just written; refuses duplicate sample ids."""
+        """Per-step verdict counts from the lineage just written; refuses duplicate sample ids.
+
+        Ingest already refused input ids that occur twice, so a duplicate here is an engine bug.
+        """
         fs = tier.filesystem
         con = duckdb.connect()
         con.register(
@@ -294,13 +303,11 @@ class Runner:
                 [tier.path(tables.data, f.path) for f in data], filesystem=fs, schema=SAMPLE_SCHEMA, format="parquet"
             ),
         )
-        dupes = con.sql(
-            "SELECT sample_id, count(*) AS n FROM smp GROUP BY 1 HAVING n > 1 ORDER BY 1 LIMIT 5"
-        ).fetchall()
-        if dupes:
+        total, dupes = duplicate_ids(con, "smp")
+        if total:
             raise RunError(
-                f"output has duplicate sample_id values (e.g. {dupes}); the same source dataset is probably "
-                "an input twice, or its id field has repeated values"
+                f"internal error: the output has {total} duplicate sample_id value(s) (e.g. {dupes}) "
+                "although the ingested ids were unique; nothing was committed"
             )
         rows = con.sql(
             "SELECT step, operator, verdict, coalesce(reason, '') AS reason, count(*) FROM lin "

@@ -1,17 +1,40 @@
-"""Engine-independent pieces of running operators: step numbering and fused map segments.
+"""Engine-independent pieces of running operators: step numbering, row keys, fused map segments, drops.
 
-Every engine calls these same functions inside its own tasks, so operator logic exists once.
+Every engine calls these same functions inside its own tasks, so operator logic, and the rule for
+which rows leave the pipeline, exists once.
+
+**Row keys.** Between steps a sample carries a ``_row`` column (:data:`STAGED_SCHEMA`), assigned
+at ingest and unique per row whatever its ``sample_id``. Engines remove dropped rows, and attach
+sketches and texts, by this key, so a drop can never take a second row with the same id with it.
+Operators never see it: engines pass them the sample columns and map their decisions back to row
+keys by position, which is why every operator returns exactly one lineage record per input row,
+in input order (checked here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from lineage.records import stamp
+from lineage.records import Verdict, stamp
 from operators.base import ClusterOperator, GroupOperator, MapOperator, Operator, OperatorOutput, SourceOperator
+from operators.schema import SAMPLE_SCHEMA
+from pipelines.integrity import INGESTED_SCHEMA
+
+ROW_KEY = "_row"
+ROW_KEY_FIELD = pa.field(ROW_KEY, pa.int64(), nullable=False)
+STAGED_SCHEMA = SAMPLE_SCHEMA.append(ROW_KEY_FIELD)  # samples between steps
+ROW_KEYS_SCHEMA = pa.schema([ROW_KEY_FIELD])  # the rows a barrier step drops
+_ITEM_BITS = 40  # a row key is (ingest work item << 40) | the row's ordinal within the item
+
+
+def staged(schema: pa.Schema) -> pa.Schema:
+    """``schema`` plus the row key, for staged rows derived from samples (e.g. sketches)."""
+    return schema.append(ROW_KEY_FIELD)
 
 
 @dataclass(frozen=True)
@@ -28,6 +51,14 @@ class Segment:
 
     group: Step | None
     maps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A barrier step's outcome for some rows: stamped lineage, and the row keys that leave."""
+
+    lineage: pa.RecordBatch
+    dropped: pa.RecordBatch  # ROW_KEYS_SCHEMA
 
 
 def segments(operators: Sequence[Operator]) -> list[Segment]:
@@ -49,16 +80,66 @@ def segments(operators: Sequence[Operator]) -> list[Segment]:
     return out
 
 
+class Ingested:
+    """Numbers the samples of one ingest work item and records their ids for the duplicate check.
+
+    ``item`` must be unique per work item within the run (engines use the item's index), so row
+    keys are unique across the run.
+    """
+
+    def __init__(self, item: int, position: int) -> None:
+        if not 0 <= item < 1 << (63 - _ITEM_BITS):
+            raise ValueError(f"ingest work item {item} out of range for row keys")
+        self.base, self.position, self.rows = item << _ITEM_BITS, position, 0
+
+    def __call__(self, samples: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+        """(the samples with row keys, their ids and origins in :data:`INGESTED_SCHEMA`)."""
+        n = samples.num_rows
+        if self.rows + n >= 1 << _ITEM_BITS:
+            raise ValueError(f"an ingest work item holds more than 2**{_ITEM_BITS} rows")
+        keys = pa.array(np.arange(self.base + self.rows, self.base + self.rows + n, dtype=np.int64))
+        self.rows += n
+        ids = pa.RecordBatch.from_arrays(
+            [
+                samples.column("sample_id"),
+                pa.repeat(pa.scalar(self.position, pa.int32()), n),
+                *(samples.column(c) for c in ("source_dataset", "source_path", "source_row")),
+            ],
+            schema=INGESTED_SCHEMA,
+        )
+        return pa.RecordBatch.from_arrays([*samples.columns, keys], schema=STAGED_SCHEMA), ids
+
+
+def _aligned(step: Step, ids: pa.Array | pa.ChunkedArray, records: pa.RecordBatch, what: str) -> None:
+    """An operator's records must be one per input row, in input order: row keys follow by position."""
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    if records.num_rows != len(ids) or (len(ids) and not pc.all(pc.equal(records.column("sample_id"), ids)).as_py()):
+        raise RuntimeError(
+            f"{step.operator.name} (step {step.index}) returned {what} that are not one per input row in input order"
+        )
+
+
+def _dropped(records: pa.RecordBatch) -> pa.Array:
+    return pc.equal(records.column("verdict"), Verdict.DROPPED.value)
+
+
 def run_maps(batch: pa.RecordBatch, maps: Sequence[Step], run_id: str) -> tuple[pa.RecordBatch, list[pa.RecordBatch]]:
-    """Push one batch through fused map steps; return survivors and stamped lineage records."""
+    """Push one staged batch through fused map steps; return staged survivors and stamped lineage."""
+    if not maps:
+        return batch, []
+    keys, samples = batch.column(ROW_KEY), batch.drop_columns([ROW_KEY])
     lineage: list[pa.RecordBatch] = []
     for step in maps:
-        if batch.num_rows == 0:
+        if samples.num_rows == 0:
             break
-        out = step.operator.apply(batch)  # type: ignore[attr-defined]
+        out = step.operator.apply(samples)  # type: ignore[attr-defined]
+        _aligned(step, samples.column("sample_id"), out.lineage, "lineage records")
+        keep = pc.invert(_dropped(out.lineage))
+        _aligned(step, samples.column("sample_id").filter(keep), out.samples.select(["sample_id"]), "samples")
         lineage.append(stamp(out.lineage, run_id, step.index))
-        batch = out.samples
-    return batch, lineage
+        samples, keys = out.samples, keys.filter(keep)
+    return pa.RecordBatch.from_arrays([*samples.columns, keys], schema=STAGED_SCHEMA), lineage
 
 
 def run_source(source: SourceOperator, chunks: pa.RecordBatch, run_id: str) -> Iterator[OperatorOutput]:
@@ -67,8 +148,39 @@ def run_source(source: SourceOperator, chunks: pa.RecordBatch, run_id: str) -> I
         yield OperatorOutput(out.samples, stamp(out.lineage, run_id, 0), out.quarantine, out.stats)
 
 
-def decide_groups(step: Step, groups: pa.Table, run_id: str) -> pa.RecordBatch:
-    """One group step's decisions over complete key groups, stamped."""
+def _decided(step: Step, rows: pa.Table, records: pa.RecordBatch, run_id: str) -> Decided:
+    """The one drop sequence: records aligned with ``rows``, stamped; dropped rows by row key."""
+    _aligned(step, rows.column("sample_id"), records, "lineage records")
+    keys = rows.column(ROW_KEY).combine_chunks().filter(_dropped(records))
+    return Decided(stamp(records, run_id, step.index), pa.RecordBatch.from_arrays([keys], schema=ROW_KEYS_SCHEMA))
+
+
+def decide_groups(step: Step, rows: pa.Table, run_id: str) -> Decided:
+    """A group step over complete key groups: ``rows`` hold the operator's columns and row keys."""
     op = step.operator
     assert isinstance(op, GroupOperator)
-    return stamp(op.decide(groups), run_id, step.index)
+    return _decided(step, rows, op.decide(rows.select(list(op.columns))), run_id)
+
+
+def sketch(step: Step, rows: pa.RecordBatch) -> pa.RecordBatch:
+    """A cluster step's sketch rows of staged ``rows`` (``sample_id``, ``text``, row key), keyed alike."""
+    op = step.operator
+    assert isinstance(op, ClusterOperator)
+    out = op.sketch(rows)
+    _aligned(step, rows.column("sample_id"), out, "sketches")
+    return pa.RecordBatch.from_arrays([*out.columns, rows.column(ROW_KEY)], schema=staged(op.sketch_schema))
+
+
+def decide_clusters(
+    step: Step,
+    rows: pa.Table,
+    texts: pa.ChunkedArray | None,
+    run_id: str,
+    published: pa.Table | None = None,
+    fetch_texts: Callable[[pa.Array], pa.ChunkedArray] | None = None,
+) -> Decided:
+    """A cluster step over staged sketch ``rows`` (complete candidate components); ``texts`` aligned."""
+    op = step.operator
+    assert isinstance(op, ClusterOperator)
+    sketches = rows.select(op.sketch_schema.names).cast(op.sketch_schema)
+    return _decided(step, rows, op.cluster(sketches, texts, published, fetch_texts), run_id)

@@ -67,4 +67,5 @@ class MinHashDedupe(ClusterOperator):
                     raise ValueError("exact verification against published releases needs their texts")
                 old_texts = fetch_texts(candidates.column("sample_id").combine_chunks())
             decisions = dedupe_incremental(sketches, candidates, self.params_, texts, old_texts)
-        return lineage_records(decisions, self.name, self.version)
+        records = lineage_records(decisions, self.name, self.version)
+        return records.take(pc.sort_indices(order))  # the inverse permutation: back to input order

@@ -37,6 +37,7 @@ class SourceInput:
 
     chunks: pa.Table
     convert: ConvertOperator
+    position: int  # of the input in the pipeline (0-based), for errors that name an input
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class DatasetInput:
     tier: Tier
     table_path: str
     delta_version: int
+    position: int  # of the input in the pipeline (0-based), for errors that name an input
 
 
 @dataclass(frozen=True)

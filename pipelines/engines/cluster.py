@@ -17,16 +17,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lineage.records import LINEAGE_SCHEMA, Verdict, stamp
+from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings
 from operators.base import ClusterOperator
 from pipelines import components
-from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Manifest, Table, _batches
-from pipelines.stages import Step
+from pipelines.engines.tasks import MANIFEST_SCHEMA, Manifest, Table, _batches
+from pipelines.stages import ROW_KEY_FIELD, ROW_KEYS_SCHEMA, Step, decide_clusters, sketch, staged
 
 COMPONENT = "component"
 NODE_KEY = "_node"  # int64 key of a sample in the candidate graph (see node_keys)
-TEXT_SCHEMA = pa.schema([pa.field("sample_id", pa.string(), nullable=False), pa.field("text", pa.string())])
+# what sketches are made of; texts are attached by row key (sample_id gives their graph key)
+TEXT_SCHEMA = pa.schema(
+    [pa.field("sample_id", pa.string(), nullable=False), ROW_KEY_FIELD, pa.field("text", pa.string())]
+)
 BUCKET_SCHEMA = pa.schema([pa.field(components.KEY, pa.int64()), pa.field(components.NODE, pa.int64())])
 EDGE_SCHEMA = pa.schema([pa.field(components.SRC, pa.int64()), pa.field(components.DST, pa.int64())])
 LABEL_SCHEMA = pa.schema([pa.field(NODE_KEY, pa.int64()), pa.field(COMPONENT, pa.int64())])
@@ -76,7 +79,7 @@ def bucket_column(op: ClusterOperator) -> str:
 
 @dataclass(frozen=True)
 class Sketch:
-    """Map samples (``sample_id``, ``text``) to the operator's sketch rows, into staging."""
+    """Map staged samples (:data:`TEXT_SCHEMA`) to the operator's sketch rows plus row keys, into staging."""
 
     settings: Settings
     step: Step
@@ -91,7 +94,7 @@ class Sketch:
                 continue
             if out is None:
                 out = Manifest(self.settings, f"sketch-{batch.column('sample_id')[0].as_py()}")
-            out.write(self.sketches, op.sketch_schema, op.sketch(batch))
+            out.write(self.sketches, staged(op.sketch_schema), sketch(self.step, batch))
         return out.close() if out is not None else MANIFEST_SCHEMA.empty_table()
 
 
@@ -138,12 +141,10 @@ class ClusterGroups:
             return MANIFEST_SCHEMA.empty_table()
         table = table.sort_by("sample_id")
         texts = table.column("text") if op.needs_texts else None
-        sketches = table.select(op.sketch_schema.names).cast(op.sketch_schema)
         out = Manifest(self.settings, f"cluster{self.step.index}-{table.column('sample_id')[0].as_py()}")
-        decisions = stamp(op.cluster(sketches, texts), self.run_id, self.step.index)
-        out.write(self.lineage, LINEAGE_SCHEMA, decisions)
-        dropped = decisions.filter(pc.equal(decisions.column("verdict"), Verdict.DROPPED.value))
-        out.write(self.dropped, DROPPED_SCHEMA, dropped.select(["sample_id"]))
+        decided = decide_clusters(self.step, table, texts, self.run_id)
+        out.write(self.lineage, LINEAGE_SCHEMA, decided.lineage)
+        out.write(self.dropped, ROW_KEYS_SCHEMA, decided.dropped)
         return out.close()
 
 

@@ -4,12 +4,14 @@ A job becomes a few stages, each a distributed action whose tasks write Parquet 
 manifests (see :mod:`pipelines.engines.tasks`):
 
 1. ingest: one work item (raw file, or Parquet file of an input Delta version) per task, then the
-   first fused map segment; samples and lineage go to staging, quarantine to its table;
+   first fused map segment; samples (with row keys, see :mod:`pipelines.stages`), the ingested
+   ids and lineage go to staging, quarantine to its table; then the ingested ids are checked
+   for duplicates (:func:`pipelines.integrity.check_unique_ids`);
 2. per group step: shuffle the operator's ``columns`` by ``key`` so each task holds complete key
    groups, decide; per cluster step (MinHash): sketch, bucket stars, distributed connected
    components, then the operator's clustering per partition of complete components (see
-   :mod:`pipelines.engines.cluster`); then anti-join the dropped ids out of the samples and run
-   the next fused maps;
+   :mod:`pipelines.engines.cluster`); then anti-join the dropped row keys out of the samples and
+   run the next fused maps;
 3. final writes: data sorted by ``sample_id`` and lineage by ``(sample_id, step)``, globally
    (range partitions, sorted within), each task writing its range into the run's subfolder;
    after a cluster step, the sketches of the samples that reached the output, sorted likewise.
@@ -48,7 +50,8 @@ from pipelines.engines.tasks import (
     WriteSorted,
 )
 from pipelines.faults import checkpoint
-from pipelines.stages import Step, segments
+from pipelines.integrity import check_unique_ids
+from pipelines.stages import ROW_KEY_FIELD, STAGED_SCHEMA, Step, segments, staged
 from storage.delta import version_files
 from storage.tier import Tier
 
@@ -89,12 +92,12 @@ class DistributedEngine(Engine):
         tier: Tier,
         rows: list[str],
         schema: pa.Schema,
-        ids: list[str],
+        keys: list[str],
         keep: bool,
         partitions: int,
         task: Callable[..., pa.Table],
     ) -> list[pa.Table]:
-        """Rows whose ``sample_id`` is (``keep``) or is not in the ``ids`` files, streamed through ``task``."""
+        """Rows whose row key is (``keep``) or is not in the ``keys`` files, streamed through ``task``."""
 
     @abstractmethod
     def run_cluster(
@@ -139,6 +142,7 @@ class DistributedEngine(Engine):
         segs = segments(job.operators)
         lineage = Table(tier, f"{staging}/lineage", "parts")
         samples = Table(tier, f"{staging}/samples-0", "parts")
+        ingested = Table(tier, f"{staging}/ingested", "parts")
         quarantine = Table(job.quarantine.tier, job.quarantine.table_path, job.quarantine.prefix)
 
         items: list[SourceItem | FileItem] = [
@@ -146,18 +150,21 @@ class DistributedEngine(Engine):
         ]
         for ds in job.datasets:
             table = Table(ds.tier, ds.table_path, "")
-            items += [FileItem(table, f["path"]) for f in version_files(ds.tier, ds.table_path, ds.delta_version)]
+            files = version_files(ds.tier, ds.table_path, ds.delta_version)
+            items += [FileItem(table, f["path"], ds.position) for f in files]
         ingest = Ingest(
             job.run_id,
             s,
-            tuple((src.chunks, src.convert) for src in job.sources),
+            tuple((src.chunks, src.convert, src.position) for src in job.sources),
             tuple(items),
             segs[0].maps,
             samples,
             lineage,
             quarantine,
+            ingested,
         )
         done = Collected.of(self.run_items(len(items), ingest) if items else [])
+        check_unique_ids(tier, [tier.path(p) for p in done.paths(ingested)], s)
         stats: Counter[str] = done.stats
         lineage_files, lineage_rows = done.paths(lineage), done.rows[lineage.path]
         sample_files, rows = done.paths(samples), done.rows[samples.path]
@@ -179,7 +186,7 @@ class DistributedEngine(Engine):
                 sketched = (op, sketch_files)
             else:
                 assert isinstance(op, GroupOperator)
-                key_schema = pa.schema([SAMPLE_SCHEMA.field(c) for c in op.columns])
+                key_schema = pa.schema([*(SAMPLE_SCHEMA.field(c) for c in op.columns), ROW_KEY_FIELD])
                 group = Group(job.run_id, s, seg.group, lineage, dropped)
                 decided = Collected.of(self.run_groups(tier, sample_files, key_schema, op.key, parts, group))
             lineage_files += decided.paths(lineage)
@@ -187,7 +194,7 @@ class DistributedEngine(Engine):
             job.progress(f"step{seg.group.index}.{op.name}", rows)
             maps = Maps(job.run_id, s, f"s{number}", seg.maps, survivors, lineage)
             gone = decided.paths(dropped)
-            mapped = Collected.of(self.run_filtered(tier, sample_files, SAMPLE_SCHEMA, gone, False, parts, maps))
+            mapped = Collected.of(self.run_filtered(tier, sample_files, STAGED_SCHEMA, gone, False, parts, maps))
             lineage_files += mapped.paths(lineage)
             lineage_rows += mapped.rows[lineage.path]
             sample_files, rows = mapped.paths(survivors), mapped.rows[survivors.path]
@@ -222,7 +229,9 @@ class DistributedEngine(Engine):
         dropped = Table(tier, f"{staging}/dropped-{number}", "parts")
         task = ClusterGroups(job.run_id, self.settings, step, lineage, dropped)
         texts = samples if op.needs_texts else None
-        decided = self.run_cluster(tier, files, op.sketch_schema, texts, parts, Buckets(bucket_column(op)), task)
+        decided = self.run_cluster(
+            tier, files, staged(op.sketch_schema), texts, parts, Buckets(bucket_column(op)), task
+        )
         return Collected.of(decided), files
 
     def _signatures(
@@ -241,7 +250,7 @@ class DistributedEngine(Engine):
         kept = Table(tier, f"{staging}/signatures", "parts")
         task = WriteRows(self.settings, kept, op.sketch_schema, "kept")
         parts = self._partitions(rows, self.settings.group_partition_rows)
-        written = self.run_filtered(tier, sketch_files, op.sketch_schema, samples, True, parts, task)
+        written = self.run_filtered(tier, sketch_files, staged(op.sketch_schema), samples, True, parts, task)
         files = Collected.of(written).paths(kept)
         return self._write_sorted(tier, files, rows, op.sketch_schema, SORT_KEYS_DATA, job.signatures)
 

@@ -2,12 +2,15 @@
 
 Memory stays bounded: map steps stream batch by batch, intermediate samples go to Parquet in a
 local staging folder, and DuckDB (with a memory limit and a spill folder) does the group-by
-partitioning, the anti-join that removes dropped samples and the final sort by ``sample_id``.
+partitioning, the anti-join that removes dropped rows (by row key) and the final sort by
+``sample_id``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import logging
 import math
 import shutil
@@ -21,22 +24,33 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lineage.records import LINEAGE_SCHEMA, Verdict, stamp
+from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings
 from operators.base import ClusterOperator, GroupOperator
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
 from pipelines.faults import checkpoint
+from pipelines.integrity import INGESTED_SCHEMA, check_unique_ids
 from pipelines.parquet_out import PartWriter
-from pipelines.stages import Step, decide_groups, run_maps, run_source, segments
+from pipelines.stages import (
+    ROW_KEY,
+    ROW_KEYS_SCHEMA,
+    STAGED_SCHEMA,
+    Ingested,
+    Step,
+    decide_clusters,
+    decide_groups,
+    run_maps,
+    run_source,
+    segments,
+    sketch,
+    staged,
+)
 from storage.delta import version_dataset
 from storage.tier import Tier, local_tier
 
 log = logging.getLogger(__name__)
-
-_DROPPED_SCHEMA = pa.schema([pa.field("sample_id", pa.string(), nullable=False)])
-
 
 _HEX = np.full(256, -1, dtype=np.int64)
 _HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16)
@@ -106,11 +120,12 @@ class LocalEngine(Engine):
         stats: Counter[str] = Counter()
         lineage_w = self._writer(staging, "lineage", "parts", LINEAGE_SCHEMA)
         quarantine_w = self._target_writer(job.quarantine, QUARANTINE_SCHEMA)
+        ingested_w = self._writer(staging, "ingested", "parts", INGESTED_SCHEMA)
         segs = segments(job.operators)
 
-        samples = self._run_maps(
-            job, staging, "samples-0", self._inputs(job, lineage_w, quarantine_w, stats), segs[0].maps, lineage_w
-        )
+        ingest = self._inputs(job, lineage_w, quarantine_w, ingested_w, stats)
+        samples = self._run_maps(job, staging, "samples-0", ingest, segs[0].maps, lineage_w)
+        check_unique_ids(staging, [staging.path("ingested", f) for f in ingested_w.close()], self.settings)
         sketches: tuple[list[str], pa.Schema] | None = None
         for number, seg in enumerate(segs[1:], start=1):
             assert seg.group is not None
@@ -132,11 +147,13 @@ class LocalEngine(Engine):
         return JobResult(data_files, lineage_out, quarantine_w.close(), signature_files, dict(stats))
 
     def _inputs(
-        self, job: Job, lineage_w: PartWriter, quarantine_w: PartWriter, stats: Counter[str]
+        self, job: Job, lineage_w: PartWriter, quarantine_w: PartWriter, ingested_w: PartWriter, stats: Counter[str]
     ) -> Iterator[pa.RecordBatch]:
-        """Samples from raw sources (via convert, step 0) and from catalog dataset versions."""
+        """Staged samples from raw sources (via convert, step 0) and from catalog dataset versions."""
+        items = itertools.count()  # work items, numbered for row keys: a raw file, or an input version
         for source in job.sources:
             for chunk in source.chunks.to_batches(max_chunksize=1):
+                rows = Ingested(next(items), source.position)
                 for out in run_source(source.convert, chunk, job.run_id):
                     lineage_w.write(out.lineage)
                     if out.quarantine is not None and out.quarantine.num_rows:
@@ -145,13 +162,18 @@ class LocalEngine(Engine):
                             stats[f"quarantine.{item['values']}"] += item["counts"]
                     stats.update(out.stats)
                     job.progress("records", out.samples.num_rows + (out.quarantine.num_rows if out.quarantine else 0))
-                    yield out.samples
+                    samples, ids = rows(out.samples)
+                    ingested_w.write(ids)
+                    yield samples
                 job.progress("files", 1)
         for ds in job.datasets:
+            rows = Ingested(next(items), ds.position)
             dataset = version_dataset(ds.tier, ds.table_path, ds.delta_version)
             for batch in dataset.to_batches(batch_size=self.settings.batch_rows):
                 job.progress("records", batch.num_rows)
-                yield conform(batch, SAMPLE_SCHEMA)
+                samples, ids = rows(conform(batch, SAMPLE_SCHEMA))
+                ingested_w.write(ids)
+                yield samples
 
     def _run_maps(
         self,
@@ -162,7 +184,7 @@ class LocalEngine(Engine):
         maps: tuple[Step, ...],
         lineage_w: PartWriter,
     ) -> list[str]:
-        writer = self._writer(staging, name, "parts", SAMPLE_SCHEMA)
+        writer = self._writer(staging, name, "parts", STAGED_SCHEMA)
         for batch in batches:
             kept, lineage = run_maps(batch, maps, job.run_id)
             for records in lineage:
@@ -180,13 +202,14 @@ class LocalEngine(Engine):
         lineage_w: PartWriter,
         name: str,
     ) -> list[str]:
-        """Run a group step over complete key groups; return files of dropped sample ids."""
+        """Run a group step over complete key groups; return files of the dropped rows' keys."""
         op = step.operator
         assert isinstance(op, GroupOperator)
-        dropped_w = self._writer(staging, name, "dropped", _DROPPED_SCHEMA)
+        dropped_w = self._writer(staging, name, "dropped", ROW_KEYS_SCHEMA)
         if not samples:
             return []
-        cols = ", ".join(f'"{c}"' for c in op.columns)
+        columns = [*op.columns, ROW_KEY]
+        cols = ", ".join(f'"{c}"' for c in columns)
         rows = con.sql("SELECT count(*) FROM read_parquet(?)", params=[samples]).fetchall()[0][0]
         parts = max(1, math.ceil(rows / self.settings.group_partition_rows))
         if parts == 1:
@@ -199,13 +222,12 @@ class LocalEngine(Engine):
                 f"TO '{out_dir}' (FORMAT parquet, PARTITION_BY (_part))",
                 params=[samples],
             )
-            tables = (pq.read_table(p, columns=list(op.columns)) for p in sorted(Path(out_dir).glob("_part=*")))
+            tables = (pq.read_table(p, columns=columns) for p in sorted(Path(out_dir).glob("_part=*")))
         for table in tables:
             table = table.combine_chunks() if isinstance(table, pa.Table) else pa.table(table)
-            decisions = decide_groups(step, table, job.run_id)
-            lineage_w.write(decisions)
-            dropped = decisions.filter(pc.equal(decisions.column("verdict"), Verdict.DROPPED.value))
-            dropped_w.write(dropped.select(["sample_id"]))
+            decided = decide_groups(step, table, job.run_id)
+            lineage_w.write(decided.lineage)
+            dropped_w.write(decided.dropped)
             job.progress(f"step{step.index}.{op.name}", table.num_rows)
         return [staging.path(name, f) for f in dropped_w.close()]
 
@@ -226,33 +248,31 @@ class LocalEngine(Engine):
         """
         op = step.operator
         assert isinstance(op, ClusterOperator)
-        sketch_w = self._writer(staging, name, "sketches", op.sketch_schema)
+        sketch_schema = staged(op.sketch_schema)
+        sketch_w = self._writer(staging, name, "sketches", sketch_schema)
         text_path = Path(staging.path(name, "texts.arrow"))
         text_path.parent.mkdir(parents=True, exist_ok=True)
         text_schema = pa.schema([pa.field("text", pa.string())])
         with pa.OSFile(str(text_path), "wb") as sink, pa.ipc.new_file(sink, text_schema) as texts_out:
             for file in samples:
                 for batch in pq.ParquetFile(file).iter_batches(
-                    batch_size=self.settings.batch_rows, columns=["sample_id", "text"]
+                    batch_size=self.settings.batch_rows, columns=["sample_id", "text", ROW_KEY]
                 ):
-                    sketch_w.write(op.sketch(batch))
+                    sketch_w.write(sketch(step, batch))
                     if op.needs_texts:
                         texts_out.write_batch(pa.record_batch([batch.column("text")], schema=text_schema))
                     job.progress(f"step{step.index}.{op.name}.sketch", batch.num_rows)
         sketch_files = [staging.path(name, f) for f in sketch_w.close()]
-        sketches = (
-            pq.read_table(sketch_files, schema=op.sketch_schema) if sketch_files else op.sketch_schema.empty_table()
-        )
+        sketches = pq.read_table(sketch_files, schema=sketch_schema) if sketch_files else sketch_schema.empty_table()
         with pa.memory_map(str(text_path)) as mapped:
             texts = pa.ipc.open_file(mapped).read_all().column("text") if op.needs_texts else None
             published = self._published_sketches(job, op)
-            decisions = op.cluster(sketches, texts, published, lambda ids: self._published_texts(job, con, ids))
-        lineage_w.write(stamp(decisions, job.run_id, step.index))
+            fetch = functools.partial(self._published_texts, job, con)
+            decided = decide_clusters(step, sketches, texts, job.run_id, published, fetch)
+        lineage_w.write(decided.lineage)
         job.progress(f"step{step.index}.{op.name}", sketches.num_rows)
-        dropped_w = self._writer(staging, name, "dropped", _DROPPED_SCHEMA)
-        dropped_w.write(
-            decisions.filter(pc.equal(decisions.column("verdict"), Verdict.DROPPED.value)).select(["sample_id"])
-        )
+        dropped_w = self._writer(staging, name, "dropped", ROW_KEYS_SCHEMA)
+        dropped_w.write(decided.dropped)
         return [staging.path(name, f) for f in dropped_w.close()], (sketch_files, op.sketch_schema)
 
     def _published_sketches(self, job: Job, op: ClusterOperator) -> pa.Table | None:
@@ -288,15 +308,16 @@ class LocalEngine(Engine):
         if job.signatures is None or sketches is None or not sketches[0] or not samples:
             return []
         sketch_files, schema = sketches
-        # the output's ids as one Arrow array (a C++ hash set for is_in): ~50 bytes per sample,
+        # the output's row keys as one Arrow array (a C++ hash set for is_in): 8 bytes per sample,
         # where a DuckDB join of the wide signature rows ran out of its memory budget at 1M docs
-        output_ids = pa.chunked_array(
-            [pq.read_table(f, columns=["sample_id"]).column(0).combine_chunks() for f in samples]
+        output_rows = pa.chunked_array(
+            [pq.read_table(f, columns=[ROW_KEY]).column(0).combine_chunks() for f in samples], pa.int64()
         ).combine_chunks()
         kept_w = self._writer(staging, "signatures-kept", "parts", schema)
         for file in sketch_files:
             for batch in pq.ParquetFile(file).iter_batches(batch_size=self.settings.batch_rows):
-                kept_w.write(batch.filter(pc.is_in(batch.column("sample_id"), value_set=output_ids)))
+                kept = batch.filter(pc.is_in(batch.column(ROW_KEY), value_set=output_rows))
+                kept_w.write(conform(kept, schema))
         kept = [staging.path("signatures-kept", f) for f in kept_w.close()]
         return self._write_sorted(con, staging, "sorted-signatures", kept, "sample_id", schema, job.signatures)
 
@@ -306,14 +327,14 @@ class LocalEngine(Engine):
         if not samples:
             return
         if dropped:
-            sql = "SELECT s.* FROM read_parquet(?) s ANTI JOIN read_parquet(?) d USING (sample_id)"
+            sql = f"SELECT s.* FROM read_parquet(?) s ANTI JOIN read_parquet(?) d USING ({ROW_KEY})"
             reader = con.sql(sql, params=[samples, dropped]).to_arrow_reader(self.settings.batch_rows)
         else:
             reader = con.sql("SELECT * FROM read_parquet(?)", params=[samples]).to_arrow_reader(
                 self.settings.batch_rows
             )
         for batch in reader:
-            yield conform(batch, SAMPLE_SCHEMA)
+            yield conform(batch, STAGED_SCHEMA)
 
     def _bucketize(self, staging: Tier, name: str, files: list[str], schema: pa.Schema, digits: int) -> list[list[str]]:
         """Split files into 16**digits buckets by the first hex digits of sample_id, streaming.

@@ -2,7 +2,7 @@
 
 Ingest (convert + the first map steps), sketches and the map steps after each group or cluster
 step run through ``map_batches(batch_format="pyarrow")``. Shuffles (group steps, the anti-join
-that removes dropped samples, range-partitioned sorted writes, the cluster step) are Ray tasks
+that removes dropped samples by row key, range-partitioned sorted writes, the cluster step) are Ray tasks
 exchanging Arrow tables through the object store (:mod:`pipelines.engines.ray_shuffle`), and
 connected components run as Ray tasks too (:mod:`pipelines.engines.ray_components`).
 """
@@ -33,7 +33,8 @@ from pipelines.engines.cluster import (
 from pipelines.engines.distributed import DistributedEngine, project_path
 from pipelines.engines.ray_components import connected_components as components_on_ray
 from pipelines.engines.ray_shuffle import FileInput, boundaries, shuffle
-from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
+from pipelines.engines.tasks import MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
+from pipelines.stages import ROW_KEY, ROW_KEYS_SCHEMA
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
@@ -94,14 +95,14 @@ class _Call:
 
 @dataclass(frozen=True)
 class _Filter:
-    """One hash partition of rows and ids: the rows whose id is (``keep``) or is not listed."""
+    """One hash partition of rows and row keys: the rows whose key is (``keep``) or is not listed."""
 
     keep: bool
 
-    def __call__(self, rows: pa.Table, ids: pa.Table | None) -> pa.Table:
-        if ids is None or ids.num_rows == 0:
+    def __call__(self, rows: pa.Table, keys: pa.Table | None) -> pa.Table:
+        if keys is None or keys.num_rows == 0:
             return rows if not self.keep else rows.slice(0, 0)
-        listed = pc.is_in(rows.column("sample_id"), value_set=ids.column("sample_id").combine_chunks())
+        listed = pc.is_in(rows.column(ROW_KEY), value_set=keys.column(ROW_KEY).combine_chunks())
         return rows.filter(listed if self.keep else pc.invert(listed))
 
 
@@ -119,7 +120,7 @@ class _SortWrite:
 
 @dataclass(frozen=True)
 class _Attach:
-    """One hash partition of sketches, component labels and texts, joined by sample id."""
+    """One hash partition of sketches, component labels (by graph key) and texts (by row key)."""
 
     schema: pa.Schema  # the sketch schema
 
@@ -131,8 +132,8 @@ class _Attach:
             component = pc.coalesce(labels.column(COMPONENT).combine_chunks().take(found), keys)
         out = rows.select(self.schema.names).append_column(COMPONENT, component)
         if texts is not None:
-            ids = rows.column("sample_id").combine_chunks()
-            where = pc.index_in(ids, value_set=texts.column("sample_id").combine_chunks())
+            keys = rows.column(ROW_KEY).combine_chunks()
+            where = pc.index_in(keys, value_set=texts.column(ROW_KEY).combine_chunks())
             out = out.append_column("text", texts.column("text").combine_chunks().take(where))
         return out
 
@@ -198,15 +199,15 @@ class RayEngine(DistributedEngine):
         tier: Tier,
         rows: list[str],
         schema: pa.Schema,
-        ids: list[str],
+        keys: list[str],
         keep: bool,
         partitions: int,
         task: Callable[..., pa.Table],
     ) -> list[pa.Table]:
-        if not ids:
+        if not keys:
             return [] if keep else self.run_map(tier, rows, schema, task)
-        sides = [(self._inputs(tier, rows, schema), None), (self._inputs(tier, ids, DROPPED_SCHEMA), None)]
-        kept = shuffle(sides, "sample_id", partitions, _Filter(keep))
+        sides = [(self._inputs(tier, rows, schema), None), (self._inputs(tier, keys, ROW_KEYS_SCHEMA), None)]
+        kept = shuffle(sides, ROW_KEY, partitions, _Filter(keep))
         return self._manifests(ray.data.from_arrow_refs(kept).map_batches(task, batch_format="pyarrow"))
 
     def run_sorted(

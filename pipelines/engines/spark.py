@@ -2,7 +2,7 @@
 
 Rows move between stages as staged Parquet files read back by tasks (through the tier, so S3,
 HDFS and POSIX work alike without Hadoop connectors); Spark does the shuffles: ``repartition``
-by key for group steps, a ``left_anti`` join to remove dropped samples, and
+by key for group steps, a ``left_anti`` join on the row key to remove dropped samples, and
 ``repartitionByRange`` + ``sortWithinPartitions`` for the sorted final writes.
 """
 
@@ -32,7 +32,8 @@ from pipelines.engines.cluster import (
     with_node_key,
 )
 from pipelines.engines.distributed import DistributedEngine, project_path
-from pipelines.engines.tasks import DROPPED_SCHEMA, MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
+from pipelines.engines.tasks import MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
+from pipelines.stages import ROW_KEY, ROW_KEYS_SCHEMA
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
@@ -175,17 +176,17 @@ class SparkEngine(DistributedEngine):
         tier: Tier,
         rows: list[str],
         schema: pa.Schema,
-        ids: list[str],
+        keys: list[str],
         keep: bool,
         partitions: int,
         task: Callable[..., pa.Table],
     ) -> list[pa.Table]:
-        if keep and not ids:
+        if keep and not keys:
             return []
         frame = self._files(tier, rows, schema)
-        if ids:
+        if keys:
             how = "left_semi" if keep else "left_anti"
-            frame = frame.join(self._files(tier, ids, DROPPED_SCHEMA), on="sample_id", how=how)
+            frame = frame.join(self._files(tier, keys, ROW_KEYS_SCHEMA), on=ROW_KEY, how=how)
         return self._manifests(frame.mapInArrow(_per_partition(task), _MANIFEST))
 
     def run_cluster(
@@ -211,7 +212,8 @@ class SparkEngine(DistributedEngine):
         rows = keyed.join(labels, on=NODE_KEY, how="left")
         rows = rows.withColumn(COMPONENT, F.coalesce(F.col(COMPONENT), F.col(NODE_KEY)))
         if texts is not None:
-            rows = rows.join(self._files(tier, texts, TEXT_SCHEMA), on="sample_id", how="inner")
+            texts_by_row = self._files(tier, texts, TEXT_SCHEMA).select(ROW_KEY, "text")
+            rows = rows.join(texts_by_row, on=ROW_KEY, how="inner")
         grouped = rows.repartition(partitions, COMPONENT)
         return self._manifests(grouped.mapInArrow(_per_partition(task), _MANIFEST))
 

@@ -21,13 +21,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lineage.records import LINEAGE_SCHEMA, Verdict
+from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings
 from operators.convert import ConvertOperator
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
+from pipelines.integrity import INGESTED_SCHEMA
 from pipelines.parquet_out import PartWriter
-from pipelines.stages import Step, decide_groups, run_maps, run_source
+from pipelines.stages import (
+    ROW_KEY,
+    ROW_KEYS_SCHEMA,
+    STAGED_SCHEMA,
+    Ingested,
+    Step,
+    decide_groups,
+    run_maps,
+    run_source,
+)
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
@@ -40,7 +50,6 @@ MANIFEST_SCHEMA = pa.schema(
         pa.field("value", pa.int64(), nullable=False),
     ]
 )
-DROPPED_SCHEMA = pa.schema([pa.field("sample_id", pa.string(), nullable=False)])
 ITEM_COLUMN = "id"  # what spark.range and ray.data.range call their column
 
 
@@ -67,6 +76,7 @@ class FileItem:
 
     table: Table
     file: str  # relative to the table folder
+    position: int  # of the input in the pipeline
 
 
 class Manifest:
@@ -129,16 +139,21 @@ def _first(table: pa.Table, column: str) -> str:
 
 @dataclass(frozen=True)
 class Ingest:
-    """Stage 0: read work items (raw files via convert, or input Delta files), then the first maps."""
+    """Stage 0: read work items (raw files via convert, or input Delta files), then the first maps.
+
+    What each item yields is numbered with row keys and its ids recorded in ``ingested`` before
+    the first map step sees it.
+    """
 
     run_id: str
     settings: Settings
-    sources: tuple[tuple[pa.Table, ConvertOperator], ...]  # (chunk rows, convert) per source
+    sources: tuple[tuple[pa.Table, ConvertOperator, int], ...]  # (chunk rows, convert, input position)
     items: tuple[SourceItem | FileItem, ...]
     maps: tuple[Step, ...]
     samples: Table
     lineage: Table
     quarantine: Table
+    ingested: Table
 
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
         ids = _table(batch).column(ITEM_COLUMN).to_pylist()
@@ -147,15 +162,21 @@ class Ingest:
         out = Manifest(self.settings, f"ingest-{ids[0]:06d}")
         for i in ids:
             item = self.items[i]
-            for samples in self._read(item, out) if isinstance(item, SourceItem) else self._read_file(item):
+            if isinstance(item, SourceItem):
+                rows, batches = Ingested(i, self.sources[item.source][2]), self._read(item, out)
+            else:
+                rows, batches = Ingested(i, item.position), self._read_file(item)
+            for batch in batches:
+                samples, ingested = rows(batch)
+                out.write(self.ingested, INGESTED_SCHEMA, ingested)
                 kept, lineage = run_maps(samples, self.maps, self.run_id)
                 for records in lineage:
                     out.write(self.lineage, LINEAGE_SCHEMA, records)
-                out.write(self.samples, SAMPLE_SCHEMA, kept)
+                out.write(self.samples, STAGED_SCHEMA, kept)
         return out.close()
 
     def _read(self, item: SourceItem, out: Manifest) -> Iterator[pa.RecordBatch]:
-        chunks, convert = self.sources[item.source]
+        chunks, convert, _ = self.sources[item.source]
         chunk = chunks.slice(item.row, 1).to_batches()[0]
         for res in run_source(convert, chunk, self.run_id):
             out.write(self.lineage, LINEAGE_SCHEMA, res.lineage)
@@ -191,7 +212,7 @@ class ReadFiles:
 
 @dataclass(frozen=True)
 class Group:
-    """A group step over complete key groups: lineage records, and the ids of dropped samples."""
+    """A group step over complete key groups: lineage records, and the row keys of dropped samples."""
 
     run_id: str
     settings: Settings
@@ -204,12 +225,11 @@ class Group:
         if table.num_rows == 0:
             return MANIFEST_SCHEMA.empty_table()
         columns = self.step.operator.columns  # type: ignore[attr-defined]
-        table = table.select(list(columns)).combine_chunks()
+        table = table.select([*columns, ROW_KEY]).combine_chunks()
         out = Manifest(self.settings, f"group{self.step.index}-{_first(table, 'sample_id')}")
-        decisions = decide_groups(self.step, table, self.run_id)
-        out.write(self.lineage, LINEAGE_SCHEMA, decisions)
-        dropped = decisions.filter(pc.equal(decisions.column("verdict"), Verdict.DROPPED.value))
-        out.write(self.dropped, DROPPED_SCHEMA, dropped.select(["sample_id"]))
+        decided = decide_groups(self.step, table, self.run_id)
+        out.write(self.lineage, LINEAGE_SCHEMA, decided.lineage)
+        out.write(self.dropped, ROW_KEYS_SCHEMA, decided.dropped)
         return out.close()
 
 
@@ -229,13 +249,13 @@ class Maps:
         for batch in _batches(batches):
             if batch.num_rows == 0:
                 continue
-            batch = conform(batch, SAMPLE_SCHEMA)
+            batch = conform(batch, STAGED_SCHEMA)
             if out is None:
                 out = Manifest(self.settings, f"{self.stage}-{batch.column('sample_id')[0].as_py()}")
             kept, lineage = run_maps(batch, self.maps, self.run_id)
             for records in lineage:
                 out.write(self.lineage, LINEAGE_SCHEMA, records)
-            out.write(self.samples, SAMPLE_SCHEMA, kept)
+            out.write(self.samples, STAGED_SCHEMA, kept)
         return out.close() if out is not None else MANIFEST_SCHEMA.empty_table()
 
 

@@ -1,4 +1,4 @@
-"""A map operator that fails on purpose, to test that a failed job commits nothing."""
+"""Operators and engines that fail on purpose, to test that a failed job commits nothing."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import pyarrow.compute as pc
 
 from lineage.records import Verdict, lineage_batch
 from operators.base import MapOperator, OperatorOutput
+from pipelines.engines.base import Engine, Job, JobResult
+from pipelines.engines.local import LocalEngine
+from pipelines.engines.ray import RayEngine
+from pipelines.engines.spark import SparkEngine
 
 
 class Explode(MapOperator):
@@ -24,3 +28,24 @@ class Explode(MapOperator):
             operator=self.name, operator_version=self.version, sample_ids=batch.column("sample_id"), verdicts=verdicts
         )
         return OperatorOutput(batch, lineage)
+
+
+class _LosesAFile(Engine):
+    """A real engine whose result forgets its last data file: samples the lineage kept go missing."""
+
+    def execute(self, job: Job) -> JobResult:
+        result = super().execute(job)  # the real engine's, next in the MRO
+        result.data_files = sorted(result.data_files)[:-1]
+        return result
+
+
+class LossyLocal(_LosesAFile, LocalEngine):
+    name = "lossy-local"
+
+
+class LossySpark(_LosesAFile, SparkEngine):
+    name = "lossy-spark"
+
+
+class LossyRay(_LosesAFile, RayEngine):
+    name = "lossy-ray"

@@ -167,6 +167,45 @@ def test_duplicate_ids_fail_the_run_and_leave_no_version(tmp_path: Path, setting
         assert run.status == "failed" and "duplicate sample_id" in run.error
 
 
+def test_duplicate_ids_fail_even_when_a_filter_would_drop_one_copy(
+    tmp_path: Path, settings: Settings, catalog: Catalog
+) -> None:
+    """Ids are checked as convert made them: a quality drop must not hide a repeated id value."""
+    long = " ".join(f"word{i}" for i in range(60))
+    write_jsonl(tmp_path / "d.jsonl", [{"id": "x", "text": long}, {"id": "x", "text": "too short"}])
+    spec = PipelineSpec.model_validate(
+        {
+            "name": "dup",
+            "inputs": [{"dataset": "d", "path": str(tmp_path / "d.jsonl"), "id_field": "id"}],
+            "operators": [{"name": "quality"}],
+            "output": {"dataset": "d"},
+        }
+    )
+    with pytest.raises(
+        RunError, match=r"after convert: 1 id.*\(input 1: d/d\.jsonl row 0; input 1: d/d\.jsonl row 1\)"
+    ):
+        Runner(settings, catalog).run(spec)
+    with catalog.session() as s:
+        assert s.scalars(select(DatasetVersion)).all() == []
+
+
+def test_the_same_dataset_version_as_two_inputs_fails(corpus: Path, settings: Settings, catalog: Catalog) -> None:
+    runner = Runner(settings, catalog)
+    runner.run(spec_for(corpus, output="raw", operators=[]))
+    spec = PipelineSpec.model_validate(
+        {
+            "name": "twice",
+            "inputs": [{"dataset": "raw"}, {"dataset": "raw", "version": 1}],
+            "operators": [{"name": "exact_dedupe"}],
+            "output": {"dataset": "clean"},
+        }
+    )
+    with pytest.raises(RunError, match=r"duplicate sample_id values after convert: 6 id.*input 1: .*; input 2: "):
+        runner.run(spec)
+    with catalog.session() as s:
+        assert [dv.dataset.name for dv in s.scalars(select(DatasetVersion))] == ["raw"]
+
+
 def test_bad_pipeline_files_are_clear_errors(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
     path.write_text(
