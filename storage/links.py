@@ -94,7 +94,7 @@ def _walk(tier: Tier, folder: str, keep: Callable[[str], bool]) -> Iterator[str]
                     real = os.path.join(real_dir, entry.name)
                     stack.append((rel, real, (*above, real)))
                 elif entry.is_file() and keep(rel):
-                    yield rel
+                    yield confine(rel)  # a name a tier path cannot hold fails here, at planning
                 continue
             target = os.path.realpath(entry.path)
             if os.path.isdir(target):
@@ -109,4 +109,4 @@ def _walk(tier: Tier, folder: str, keep: Callable[[str], bool]) -> Iterator[str]
                 if not os.path.exists(target):
                     raise TierLinkError(f"{rel!r} on tier {tier.name!r} is a broken symbolic link (to {target})")
                 if os.path.isfile(target):
-                    yield rel
+                    yield confine(rel)
