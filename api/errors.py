@@ -37,10 +37,20 @@ def _answer(request: Request, exc: Exception) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     from pydantic import ValidationError
-    from sqlalchemy.exc import DataError
+    from sqlalchemy.exc import DataError, IntegrityError
 
     from lineage.releases import ReleaseError
     from lineage.service.errors import ServiceError
 
-    for cls in (ServiceError, ReleaseError, KeyError, ValueError, ValidationError, LookupError, DataError):
+    handled = (
+        ServiceError,
+        ReleaseError,
+        KeyError,
+        ValueError,
+        ValidationError,
+        LookupError,
+        DataError,
+        IntegrityError,
+    )
+    for cls in handled:
         app.add_exception_handler(cls, _answer)  # type: ignore[arg-type]

@@ -48,7 +48,7 @@ def main_callback(verbose: Annotated[bool, typer.Option("--verbose", "-v", help=
 
 
 def _fail(message: str) -> None:
-    err.print(f"[bold red]error:[/] {escape(message)}")
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)  # one line, for logs and grep
     raise typer.Exit(1)
 
 

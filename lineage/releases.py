@@ -9,6 +9,7 @@ from typing import Any
 
 import xxhash
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
@@ -122,51 +123,68 @@ def publish(
     from pipelines.runner import latest_version  # runner imports the catalog; avoid a cycle at import
 
     name, tag = parse_ref(ref)
-    with catalog.session() as s:
-        dv = latest_version(s, dataset or name, version)
-        manifest = build_manifest(dv, s.get(Run, dv.run_id), settings)
-        digest = content_digest(manifest)
-        existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
-        if existing is not None:
-            if existing.content_digest == digest:
-                if existing.state == DRAFT and not draft:
-                    existing.state, existing.published_at, existing.created_by = PUBLISHED, utcnow(), created_by
-                    log.info("release %s: draft published", ref)
-                    return existing, True
-                log.info("release %s already recorded with the same content", ref)
-                return existing, False
-            pinned = existing.dataset_version
-            raise ReleaseConflict(
-                f"release {ref} is already {'recorded' if existing.state == DRAFT else 'published'} with different "
-                f"content ({pinned.dataset.name} v{pinned.version}, digest {existing.content_digest[:12]}); "
-                f"releases are immutable: publish a new tag"
+    try:
+        with catalog.session() as s:
+            dv = latest_version(s, dataset or name, version)
+            manifest = build_manifest(dv, s.get(Run, dv.run_id), settings)
+            digest = content_digest(manifest)
+            existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
+            if existing is not None:
+                return _publish_again(existing, digest, draft=draft, created_by=created_by)
+            manifest["qc"] = build_report(s, dv, settings)
+            gate_record = None
+            if gate is not None:
+                results = evaluate_gate(manifest["qc"], gate)
+                failures = [r for r in results if not r["passed"]]
+                if failures and not override_reason:
+                    raise GateError(failures)
+                gate_record = {"conditions": gate.model_dump(), "results": results, "override": None}
+                if failures:
+                    gate_record["override"] = {"by": created_by, "at": utcnow().isoformat(), "reason": override_reason}
+                    log.warning("release %s published over a failed gate by %s: %s", ref, created_by, override_reason)
+            release = Release(
+                name=name,
+                tag=tag,
+                dataset_version_id=dv.id,
+                content_digest=digest,
+                manifest=manifest,
+                created_by=created_by,
+                gate=gate_record,
+                state=DRAFT if draft else PUBLISHED,
             )
-        manifest["qc"] = build_report(s, dv, settings)
-        gate_record = None
-        if gate is not None:
-            results = evaluate_gate(manifest["qc"], gate)
-            failures = [r for r in results if not r["passed"]]
-            if failures and not override_reason:
-                raise GateError(failures)
-            gate_record = {"conditions": gate.model_dump(), "results": results, "override": None}
-            if failures:
-                gate_record["override"] = {"by": created_by, "at": utcnow().isoformat(), "reason": override_reason}
-                log.warning("release %s published over a failed gate by %s: %s", ref, created_by, override_reason)
-        release = Release(
-            name=name,
-            tag=tag,
-            dataset_version_id=dv.id,
-            content_digest=digest,
-            manifest=manifest,
-            created_by=created_by,
-            gate=gate_record,
-            state=DRAFT if draft else PUBLISHED,
-        )
-        release.dataset_version = dv
-        s.add(release)
-        s.flush()
-        s.add(primary_replica(release, dv))
+            release.dataset_version = dv
+            s.add(release)
+            s.flush()
+            s.add(primary_replica(release, dv))
+    except IntegrityError:
+        # Another publisher recorded NAME@TAG between our look and our insert, and the unique
+        # constraint on (name, tag) chose it: answer as if it had been there when we looked.
+        with catalog.session() as s:
+            existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
+            if existing is None:
+                raise  # another constraint: a bug, not this race
+            log.info("release %s was recorded by a concurrent publish", ref)
+            return _publish_again(existing, digest, draft=draft, created_by=created_by)
     return release, True
+
+
+def _publish_again(existing: Release, digest: str, *, draft: bool, created_by: str) -> tuple[Release, bool]:
+    """``publish`` of a release already recorded: same content is a no-op (or publishes the draft),
+    other content is refused."""
+    ref = existing.ref
+    if existing.content_digest == digest:
+        if existing.state == DRAFT and not draft:
+            existing.state, existing.published_at, existing.created_by = PUBLISHED, utcnow(), created_by
+            log.info("release %s: draft published", ref)
+            return existing, True
+        log.info("release %s already recorded with the same content", ref)
+        return existing, False
+    pinned = existing.dataset_version
+    raise ReleaseConflict(
+        f"release {ref} is already {'recorded' if existing.state == DRAFT else 'published'} with different "
+        f"content ({pinned.dataset.name} v{pinned.version}, digest {existing.content_digest[:12]}); "
+        f"releases are immutable: publish a new tag"
+    )
 
 
 def primary_replica(release: Release, dv: DatasetVersion) -> Replica:

@@ -70,6 +70,12 @@ def resolve_source(inp: InputSpec, base_dir: Path | None, settings: Settings) ->
     path = Path(inp.path).expanduser()
     if not path.is_absolute():
         path = (base_dir or Path.cwd()) / path
+    if path.is_symlink() and path.is_file():
+        # A link named as the input is what the user chose to read: the throw-away tier is rooted
+        # at its target's folder, and the file keeps the link's name. Links *inside* a root that
+        # lead out of it are refused (storage.links).
+        target = path.resolve()
+        return SourceSpec(inp.dataset, local_tier(target.parent), target.name, inp.format, name=path.name)
     root, pattern = _glob_root(str(path))
     if not Path(root).is_dir():
         raise FileNotFoundError(f"input {inp.dataset!r}: no such file or folder: {path}")

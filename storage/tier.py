@@ -3,6 +3,7 @@
 Every read and write in the project goes through a :class:`Tier`, so the same code runs on a
 POSIX mount (CFS), an S3 gateway (Ceph RGW) and HDFS. Paths handed to a tier are *relative* to
 its root; anything that could address a location outside the root is refused (see :func:`confine`).
+That check reads the path's text; symbolic links are checked by real path in :mod:`storage.links`.
 """
 
 from __future__ import annotations

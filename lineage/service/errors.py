@@ -32,7 +32,7 @@ class Conflict(ServiceError):
 def status_for(exc: BaseException) -> int | None:
     """The HTTP status for an error the service layer (or code it calls) raises; None = a bug (500)."""
     from pydantic import ValidationError
-    from sqlalchemy.exc import DataError
+    from sqlalchemy.exc import DataError, IntegrityError
 
     from lineage.releases import ReleaseConflict, ReleaseError, ReleaseNotFound
 
@@ -40,6 +40,8 @@ def status_for(exc: BaseException) -> int | None:
         return exc.status
     if isinstance(exc, DataError):  # the database refused a value (e.g. a NUL character on PostgreSQL)
         return 400
+    if isinstance(exc, IntegrityError) and _unique_violation(exc):  # a concurrent write got there first
+        return 409
     if isinstance(exc, ReleaseConflict):
         return 409
     if isinstance(exc, ReleaseNotFound | KeyError):
@@ -50,10 +52,24 @@ def status_for(exc: BaseException) -> int | None:
 
 
 def message_for(exc: BaseException) -> str:
-    from sqlalchemy.exc import DataError
+    """One line for the client. Database errors give only the driver's first line: SQLAlchemy's own
+    text carries the statement and its parameters (a whole manifest, say)."""
+    from sqlalchemy.exc import DataError, IntegrityError
 
     if isinstance(exc, KeyError) and exc.args:
         return str(exc.args[0])
     if isinstance(exc, DataError):
         return f"the catalog database refused a value: {str(exc.orig).splitlines()[0]}"
+    if isinstance(exc, IntegrityError):
+        return f"conflicts with a concurrent change to the catalog: {str(exc.orig).splitlines()[0]}"
     return str(exc)
+
+
+def _unique_violation(exc: BaseException) -> bool:
+    """A unique constraint refused the write (PostgreSQL SQLSTATE 23505, SQLite's UNIQUE); other
+    integrity errors (a missing foreign key, a NULL) are bugs."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "sqlstate", None) == "23505" or getattr(orig, "sqlite_errorname", None) in (
+        "SQLITE_CONSTRAINT_UNIQUE",
+        "SQLITE_CONSTRAINT_PRIMARYKEY",
+    )

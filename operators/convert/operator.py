@@ -20,6 +20,7 @@ from operators.schema import (
     sample_key_from_position,
 )
 from operators.text import content_hashes
+from storage import links
 from storage.tier import Tier
 
 
@@ -169,7 +170,9 @@ class ConvertOperator(SourceOperator):
             tier = Tier(TierConfig.model_validate_json(chunk["tier"]))
             reader = READERS[chunk["format"]]
             builder = _Builder(chunk, tier, p, self.run_id)
-            for rec in reader(tier.filesystem, tier.path(chunk["path"]), opts):
+            # opened by its real path, checked again here: a link put in since planning is refused too
+            path = links.real_path(tier, chunk["path"])
+            for rec in reader(tier.filesystem, path, opts, chunk["relative_path"]):
                 builder.add(rec)
                 if len(builder) >= p.batch_rows:
                     yield builder.flush()

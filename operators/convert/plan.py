@@ -10,11 +10,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from storage import links
 from storage.tier import Tier, confine
 
 CHUNK_SCHEMA = pa.schema(
@@ -62,6 +64,10 @@ class SourceSpec:
     tier: Tier
     pattern: str  # tier-relative file, folder or glob
     format: str = "auto"
+    # A file given through a symbolic link (see ``pipelines.runner.resolve_source``): ``pattern`` is
+    # the link's target and ``name`` the link's own name, which becomes the file's relative path (so
+    # its sample ids) and tells its format and compression, as for any other file.
+    name: str | None = None
 
 
 def _root_of(pattern: str) -> str:
@@ -76,24 +82,33 @@ def _root_of(pattern: str) -> str:
 
 
 def list_files(spec: SourceSpec) -> tuple[str, list[str]]:
-    """(dataset root, sorted tier-relative file paths) for a file, folder or glob."""
+    """(dataset root, sorted tier-relative file paths) for a file, folder or glob.
+
+    Files are confined to the tier's root by their real path (see :mod:`storage.links`): a symbolic
+    link that leaves it fails the input with a :class:`~storage.links.TierLinkError` naming the link.
+    """
     pattern = confine(spec.pattern)
-    fs = spec.tier.filesystem
-    if not (_GLOB_CHARS & set(pattern)):
-        info = fs.get_file_info(spec.tier.path(pattern))
+    if _GLOB_CHARS & set(pattern):
+        root = _root_of(pattern)
+        files = links.list_files(spec.tier, root, _matches(pattern))
+    else:
+        info = spec.tier.filesystem.get_file_info(links.real_path(spec.tier, pattern))
         if info.type == pafs.FileType.File:
             return posixpath.dirname(pattern), [pattern]
-        if info.type == pafs.FileType.Directory:
-            selector = pafs.FileSelector(spec.tier.path(pattern), recursive=True)
-            files = [spec.tier.relative(i.path) for i in fs.get_file_info(selector) if i.type == pafs.FileType.File]
-            files = [f for f in files if not posixpath.basename(f).startswith((".", "_"))]
-            return pattern, sorted(files)
-        raise FileNotFoundError(f"no such file or folder on tier {spec.tier.name!r}: {pattern}")
-    root = _root_of(pattern)
-    selector = pafs.FileSelector(spec.tier.path(root), recursive=True, allow_not_found=True)
-    files = [spec.tier.relative(i.path) for i in fs.get_file_info(selector) if i.type == pafs.FileType.File]
-    matched = sorted(f for f in files if fnmatch.fnmatchcase(f, pattern))
-    return root, matched
+        if info.type != pafs.FileType.Directory:
+            raise FileNotFoundError(f"no such file or folder on tier {spec.tier.name!r}: {pattern}")
+        root, files = pattern, links.list_files(spec.tier, pattern, _visible)
+    if spec.name is not None:
+        raise ValueError(f"input {spec.dataset!r}: a file name is given, but {pattern!r} is not one file")
+    return root, files
+
+
+def _visible(path: str) -> bool:
+    return not posixpath.basename(path).startswith((".", "_"))
+
+
+def _matches(pattern: str) -> Callable[[str], bool]:
+    return lambda path: fnmatch.fnmatchcase(path, pattern)
 
 
 def plan_chunks(spec: SourceSpec, version: int) -> pa.Table:
@@ -104,14 +119,15 @@ def plan_chunks(spec: SourceSpec, version: int) -> pa.Table:
     tier_json = json.dumps(spec.tier.config.model_dump(by_alias=True), sort_keys=True)
     rows = []
     for path in files:
-        fmt = detect_format(path) if spec.format == "auto" else spec.format
+        relative = spec.name or (posixpath.relpath(path, root) if root else path)
+        fmt = detect_format(relative) if spec.format == "auto" else spec.format
         if fmt is None:
-            raise ValueError(f"cannot tell the format of {path!r}; set format= (jsonl, parquet, csv, text)")
+            raise ValueError(f"cannot tell the format of {relative!r}; set format= (jsonl, parquet, csv, text)")
         rows.append(
             {
                 "tier": tier_json,
                 "path": path,
-                "relative_path": posixpath.relpath(path, root) if root else path,
+                "relative_path": relative,
                 "format": fmt,
                 "start": 0,
                 "end": None,

@@ -5,6 +5,10 @@ in the file (JSONL/text lines: the line number; CSV: the data row after the head
 the row), ``offset`` the byte offset of the record in the (decompressed) stream when the format
 has one. A corrupt or truncated file yields the records before the damage, then one record with
 reason ``corrupt_file``.
+
+Readers are called as ``reader(fs, path, opts, name)``: ``path`` is what to open, ``name`` the
+name the file is listed under, whose extension picks the decompression (``.gz``, ``.zst``) and the
+TSV delimiter. They differ when ``path`` is where a symbolic link leads (see :mod:`storage.links`).
 """
 
 from __future__ import annotations
@@ -80,10 +84,11 @@ class _GzipRaw(io.RawIOBase):
         return n
 
 
-def open_decompressed(fs: pafs.FileSystem, path: str) -> IO[bytes]:
-    """A buffered binary stream of the file's content, decompressing .gz/.zst by extension."""
+def open_decompressed(fs: pafs.FileSystem, path: str, name: str | None = None) -> IO[bytes]:
+    """A buffered binary stream of the file's content, decompressing .gz/.zst by the extension of
+    ``name``: the name the file is listed under, when ``path`` is where a symbolic link leads."""
     raw = fs.open_input_stream(path, compression=None)
-    lower = path.lower()
+    lower = (name or path).lower()
     if lower.endswith(".gz"):
         return io.BufferedReader(_GzipRaw(raw), 1 << 16)
     if lower.endswith(".zst"):
@@ -122,12 +127,12 @@ def _corrupt(row: int | None, offset: int | None, exc: BaseException) -> RawReco
     return RawRecord(row, offset, reason="corrupt_file", message=f"{type(exc).__name__}: {exc}")
 
 
-def _text_lines(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
+def _text_lines(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | None) -> Iterator[RawRecord]:
     """One record per line, decoded as UTF-8 (``value`` is the str), or a record with a reason:
     oversized, blank, invalid UTF-8, or the damage that ended a corrupt file."""
     cursor: _LineCursor | None = None
     try:
-        with open_decompressed(fs, path) as stream:
+        with open_decompressed(fs, path, name) as stream:
             cursor = _LineCursor(stream, opts.max_record_bytes)
             for row, offset, line, too_large in cursor:
                 if too_large:
@@ -144,8 +149,8 @@ def _text_lines(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[R
         yield _corrupt(cursor.line_no if cursor else 0, cursor.offset if cursor else 0, exc)
 
 
-def read_jsonl(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
-    for rec in _text_lines(fs, path, opts):
+def read_jsonl(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | None = None) -> Iterator[RawRecord]:
+    for rec in _text_lines(fs, path, opts, name):
         if rec.reason is not None:
             yield rec
             continue
@@ -162,12 +167,12 @@ def read_jsonl(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[Ra
         yield rec
 
 
-def read_text(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
+def read_text(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | None = None) -> Iterator[RawRecord]:
     if opts.text_mode == "line":
-        yield from _text_lines(fs, path, opts)
+        yield from _text_lines(fs, path, opts, name)
         return
     try:
-        with open_decompressed(fs, path) as stream:
+        with open_decompressed(fs, path, name) as stream:
             data = stream.read(opts.max_record_bytes + 1)
     except _CORRUPTION_ERRORS as exc:
         yield _corrupt(0, 0, exc)
@@ -183,11 +188,11 @@ def read_text(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[Raw
         yield RawRecord(0, 0, raw=data, reason="invalid_utf8", message=str(exc))
 
 
-def read_csv(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
-    delimiter = opts.csv_delimiter or ("\t" if ".tsv" in path.lower() else ",")
+def read_csv(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | None = None) -> Iterator[RawRecord]:
+    delimiter = opts.csv_delimiter or ("\t" if ".tsv" in (name or path).lower() else ",")
     row = -1
     try:
-        with open_decompressed(fs, path) as stream:
+        with open_decompressed(fs, path, name) as stream:
             text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
             reader = csv.reader(text, delimiter=delimiter)
             header = next(reader, None)
@@ -227,7 +232,7 @@ def read_csv(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawR
         yield _corrupt(row + 1, None, exc)
 
 
-def read_parquet(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
+def read_parquet(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | None = None) -> Iterator[RawRecord]:
     row = 0
     try:
         with fs.open_input_file(path) as handle:
