@@ -157,7 +157,7 @@ class _Builder:
 
 class ConvertOperator(SourceOperator):
     name = "convert"
-    version = "1"
+    version = "2"  # 2: strict CSV with byte offsets, BOM dropped, new quarantine reasons
     Params = ConvertParams
 
     def __init__(self, params: ConvertParams | dict | None = None, run_id: str = "") -> None:
