@@ -217,7 +217,7 @@ def _csv_condenser(delimiter: str) -> Callable[[str], str]:
     quote_pairs = re.compile('(?:""){2,}')
     placeholder = "y" if delimiter == "x" else "x"
 
-    def condense(text: str) -> str:
+    def condense(text: str) -> str:  # (a backslash delimiter must be escaped in a replacement)
         text = delimiters.sub(delimiter.replace("\\", "\\\\"), other.sub(placeholder, text))
         return quote_pairs.sub('""', text)
 
@@ -333,12 +333,13 @@ class _CsvLines:
 def read_csv(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawRecord]:
     """Records of a CSV file with a header row, parsed strictly.
 
-    A record may span lines only inside a quoted field. A record that does not parse (a stray
-    quote, or one never closed) is refused as its first line alone and the lines after it are
-    read as records of their own, so one bad quote cannot swallow the rest of the file.
+    A record may span lines only inside a quoted field. A record that does not parse (text after
+    a closing quote, or a quote never closed) is refused as its first line alone and the lines
+    after it are read as records of their own, so one bad quote cannot swallow the rest of the file.
     """
     delimiter = opts.csv_delimiter or ("\t" if ".tsv" in path.lower() else ",")
-    # csv's own limit is process-wide; the record limit is enforced by _CsvLines, not by it
+    # _CsvLines enforces the record limit; csv's own field limit (process-wide, 128 KiB by default)
+    # must only be high enough not to cut a field that fits it
     csv.field_size_limit(max(csv.field_size_limit(), 2 * opts.max_record_bytes))
     row, lines = 0, None
     try:
@@ -364,7 +365,7 @@ def read_csv(fs: pafs.FileSystem, path: str, opts: ReadOptions) -> Iterator[RawR
                 except csv.Error as exc:
                     first, n = lines.retry()
                     reason = "malformed_row" if first.fits else "record_too_large"
-                    message = str(exc) if n == 1 else f"{exc}, in a record starting with a quote never closed properly"
+                    message = str(exc) if n == 1 else f"{exc}: a quote opened in this line is not closed properly"
                     yield RawRecord(row, first.offset, raw=first.raw, reason=reason, message=message)
                 else:
                     yield _csv_record(row, header, fields, lines.take(), opts.max_record_bytes)
@@ -409,10 +410,10 @@ def _parquet_rows(batch: pa.RecordBatch) -> Iterator[tuple[dict | None, str | No
     """(row, None) for each row of a batch, or (None, why) for a row holding a value Python
     cannot represent; such a row must not take the rest of the batch with it."""
     try:
-        values: list[dict] | None = batch.to_pylist()
+        values = batch.to_pylist()
     except _PYTHON_VALUE_ERRORS:
-        values = None
-    if values is not None:
+        pass  # find the rows, one by one
+    else:
         yield from ((value, None) for value in values)
         return
     for i in range(batch.num_rows):
@@ -421,7 +422,8 @@ def _parquet_rows(batch: pa.RecordBatch) -> Iterator[tuple[dict | None, str | No
             yield row.to_pylist()[0], None
         except _PYTHON_VALUE_ERRORS as exc:
             bad = [name for name, column in zip(row.schema.names, row.columns, strict=True) if _unconvertible(column)]
-            yield None, f"column {bad[0] if bad else '?'!r}: {type(exc).__name__}: {exc}"
+            where = f"column {bad[0]!r}: " if bad else ""
+            yield None, f"{where}{type(exc).__name__}: {exc}"
 
 
 def _unconvertible(column: pa.Array) -> bool:

@@ -10,6 +10,7 @@ refuses is one ``invalid_file_name`` row, and the files beside it are read.
 from __future__ import annotations
 
 import json
+import os
 import urllib.parse
 from collections import Counter
 from pathlib import Path
@@ -119,6 +120,16 @@ def test_glob_patterns_match_refused_names_too(tmp_path: Path) -> None:
     samples, _, quarantine, _ = convert(tmp_path, "d/*.jsonl")
     assert sorted(samples.column("source_path").to_pylist()) == ["50%.jsonl", "a.jsonl"]
     assert quarantine.column("source_path").to_pylist() == ["b\nc.jsonl"]
+
+
+def test_a_folder_with_a_non_utf8_name_is_a_clear_error(tmp_path: Path) -> None:
+    """pyarrow cannot list such a folder at all (a known gap, in the README): say which folder."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "ok.jsonl").write_text('{"text": "x"}\n')
+    with open(os.path.join(os.fsencode(tmp_path / "d"), b"caf\xe9.jsonl"), "wb") as out:
+        out.write(b'{"text": "y"}\n')
+    with pytest.raises(ValueError, match="cannot list 'd' on tier .*not UTF-8"):
+        plan_chunks(SourceSpec("ds", local_tier(tmp_path), "d"), 1)
 
 
 def test_names_on_s3_are_read_with_percent_encoded_uris(ceph_tier: Tier) -> None:
