@@ -49,17 +49,19 @@ def real_path(tier: Tier, relative: str) -> str:
 
 
 def list_files(tier: Tier, folder: str, keep: Callable[[str], bool]) -> list[str]:
-    """Sorted tier-relative paths of the files under ``folder`` (recursive) that ``keep`` accepts.
+    """Sorted tier-relative names of the files under ``folder`` (recursive) that ``keep`` accepts.
 
-    A missing folder lists as empty. ``keep`` sees each file's tier-relative path before its link
+    A missing folder lists as empty. ``keep`` sees each file's tier-relative name before its link
     (if any) is checked, so a file the caller ignores (a hidden one, one outside a glob) never
-    fails the listing.
+    fails the listing. Names are as listed, not yet :func:`~storage.tier.confine`-d: the caller
+    decides what a name the tier refuses (a control character, bytes that are not UTF-8) becomes.
     """
     folder = confine(folder)
     if tier.kind != "posix":
         selector = pafs.FileSelector(tier.path(folder), recursive=True, allow_not_found=True)
+        root = tier.path().rstrip("/") + "/"
         infos = tier.filesystem.get_file_info(selector)
-        return sorted(f for f in (tier.relative(i.path) for i in infos if i.type == pafs.FileType.File) if keep(f))
+        return sorted(f for f in (i.path.removeprefix(root) for i in infos if i.type == pafs.FileType.File) if keep(f))
     return sorted(_walk(tier, folder, keep))
 
 
@@ -94,7 +96,7 @@ def _walk(tier: Tier, folder: str, keep: Callable[[str], bool]) -> Iterator[str]
                     real = os.path.join(real_dir, entry.name)
                     stack.append((rel, real, (*above, real)))
                 elif entry.is_file() and keep(rel):
-                    yield confine(rel)  # a name a tier path cannot hold fails here, at planning
+                    yield rel
                 continue
             target = os.path.realpath(entry.path)
             if os.path.isdir(target):
@@ -109,4 +111,4 @@ def _walk(tier: Tier, folder: str, keep: Callable[[str], bool]) -> Iterator[str]
                 if not os.path.exists(target):
                     raise TierLinkError(f"{rel!r} on tier {tier.name!r} is a broken symbolic link (to {target})")
                 if os.path.isfile(target):
-                    yield confine(rel)
+                    yield rel

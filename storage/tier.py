@@ -27,9 +27,12 @@ if TYPE_CHECKING:
 # Control characters break object keys and log lines; a backslash is a separator to some parsers.
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]")
 # In a URI (what deltalake parses) '%' is percent-decoded (``%2e%2e`` becomes ``..``) and '?'/'#'
-# end the path, while pyarrow keeps all three literally: refused in `uri()` only, so raw inputs
-# named like "50%.jsonl" stay readable through `path()` and glob patterns may use '?'.
+# end the path, while pyarrow keeps all three literally. `uri()` therefore percent-encodes the
+# tier-relative part (so "50%.jsonl" is ".../50%25.jsonl" and `relative()` decodes it back), while
+# a configured root, used verbatim, may not contain them.
 _URI_FORBIDDEN = re.compile(r"[%?#]")
+# Characters RFC 3986 allows unescaped in a path besides letters, digits and "-._~": "k=v" stays readable.
+_URI_PATH_SAFE = "/!$&'()*+,;=:@"
 
 
 class TierPathError(ValueError):
@@ -41,8 +44,10 @@ def confine(relative: str) -> str:
 
     Refused: absolute paths, any ``..`` segment (even ``a/../b``: clients disagree on whether
     ``..`` is resolved; pyarrow's S3 keeps it literally, URL parsers resolve it), backslashes and
-    control characters. Empty and ``.`` segments are dropped. ``%``, ``?`` and ``#`` are allowed
-    here (they are literal for pyarrow filesystems) but refused by :meth:`Tier.uri`.
+    control characters, and names that are not UTF-8 (a POSIX listing hands those over with lone
+    surrogates: no object key, URI or Arrow string can hold them). Empty and ``.`` segments are
+    dropped. ``%``, ``?`` and ``#`` are allowed (they are literal for pyarrow filesystems);
+    :meth:`Tier.uri` percent-encodes them.
     """
     if not isinstance(relative, str):
         raise TierPathError(f"tier paths are strings, got {type(relative).__name__}")
@@ -55,6 +60,11 @@ def confine(relative: str) -> str:
         raise TierPathError(f"tier path {relative!r} contains the forbidden character {bad.group()!r}")
     if any(seg == ".." for seg in relative.split("/")):
         raise TierPathError(f"tier path {relative!r} contains '..'")
+    if not relative.isascii():
+        try:
+            relative.encode("utf-8")
+        except UnicodeEncodeError:
+            raise TierPathError(f"tier path {relative!r} is not valid UTF-8") from None
     norm = posixpath.normpath(relative)
     return "" if norm == "." else norm
 
@@ -170,8 +180,15 @@ class Tier:
         return _under(self._fs_root, _join(parts))
 
     def uri(self, *parts: str) -> str:
-        """Full URI (for deltalake and for provenance) of a tier-relative path."""
-        return _under(self._root, confine_for_uri(_join(parts)))
+        """Full URI (for deltalake and for provenance) of a tier-relative path.
+
+        On s3 and hdfs the relative part is percent-encoded, so a URL parser (deltalake's included)
+        sees the same name pyarrow does; a posix tier's URI is its plain local path, taken literally.
+        """
+        relative = _join(parts)
+        if "://" in self._root:
+            relative = urllib.parse.quote(relative, safe=_URI_PATH_SAFE)
+        return _under(self._root, relative)
 
     def relative(self, uri_or_path: str) -> str:
         """Inverse of :meth:`uri`/:meth:`path`: the tier-relative path, or an error if outside.

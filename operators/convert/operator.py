@@ -50,7 +50,8 @@ class _Builder:
 
     def __init__(self, chunk: dict, tier: Tier, params: ConvertParams, run_id: str) -> None:
         self.chunk, self.params, self.run_id = chunk, params, run_id
-        self.uri = tier.uri(chunk["path"])
+        # a file whose name the tier refuses has no URI of its own: its row points at the tier root
+        self.uri = tier.uri() if chunk["refused"] is not None else tier.uri(chunk["path"])
         self.samples: dict[str, list] = {name: [] for name in SAMPLE_SCHEMA.names}
         self.quarantine: list[dict] = []
         self.blank_lines = 0
@@ -112,7 +113,10 @@ class _Builder:
             if not isinstance(record_id, str | int) or isinstance(record_id, bool):
                 return "", "", None, "invalid_id", f"id field {p.id_field!r} is {type(record_id).__name__}"
             key = sample_key_from_id(record_id)
-        meta = json.dumps(rest, ensure_ascii=False, default=str) if rest else None
+        try:
+            meta = json.dumps(rest, ensure_ascii=False, default=str) if rest else None
+        except RecursionError:  # the reader parsed it, a few frames higher up the stack
+            return "", "", None, "nesting_too_deep", "the record's other fields nest too deeply to serialise"
         return text, key, meta, None, None
 
     def flush(self) -> OperatorOutput:
@@ -154,7 +158,7 @@ class _Builder:
 
 class ConvertOperator(SourceOperator):
     name = "convert"
-    version = "1"
+    version = "2"  # 2: strict CSV with byte offsets, BOM dropped, new quarantine reasons
     Params = ConvertParams
 
     def __init__(self, params: ConvertParams | dict | None = None, run_id: str = "") -> None:
@@ -168,12 +172,14 @@ class ConvertOperator(SourceOperator):
             if chunk["start"] != 0 or chunk["end"] is not None:
                 raise ValueError("convert reads whole files; byte-range chunks are not supported")
             tier = Tier(TierConfig.model_validate_json(chunk["tier"]))
-            reader = READERS[chunk["format"]]
             builder = _Builder(chunk, tier, p, self.run_id)
-            # opened by its real path, checked again here: a link put in since planning is refused too
-            path = links.real_path(tier, chunk["path"])
-            for rec in reader(tier.filesystem, path, opts, chunk["relative_path"]):
-                builder.add(rec)
-                if len(builder) >= p.batch_rows:
-                    yield builder.flush()
+            if chunk["refused"] is not None:
+                builder.add(RawRecord(None, None, reason="invalid_file_name", message=chunk["refused"]))
+            else:
+                # opened by its real path, checked again here: a link put in since planning is refused too
+                path = links.real_path(tier, chunk["path"])
+                for rec in READERS[chunk["format"]](tier.filesystem, path, opts, chunk["relative_path"]):
+                    builder.add(rec)
+                    if len(builder) >= p.batch_rows:
+                        yield builder.flush()
             yield builder.flush()

@@ -3,6 +3,10 @@
 A chunk is the unit an engine hands to one task. Today a chunk is a whole file, so the record
 index within the file is exact on every engine; ``first_row``/``start``/``end`` exist so a
 planner that splits large uncompressed files can pass the true starting index along.
+
+A listed file whose name the tier refuses (a control character or a backslash, see
+:func:`storage.tier.confine`) is planned too, with ``refused`` saying why: convert turns it into
+one ``invalid_file_name`` quarantine row instead of the name aborting the whole input.
 """
 
 from __future__ import annotations
@@ -17,19 +21,20 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from storage import links
-from storage.tier import Tier, confine
+from storage.tier import Tier, TierPathError, confine
 
 CHUNK_SCHEMA = pa.schema(
     [
         pa.field("tier", pa.string(), nullable=False),  # TierConfig JSON (no secrets: env var names only)
         pa.field("path", pa.string(), nullable=False),  # tier-relative path of the file
         pa.field("relative_path", pa.string(), nullable=False),  # path relative to the dataset root
-        pa.field("format", pa.string(), nullable=False),
+        pa.field("format", pa.string(), nullable=True),  # None only for a refused file, which is never read
         pa.field("start", pa.int64(), nullable=False),
         pa.field("end", pa.int64(), nullable=True),
         pa.field("first_row", pa.int64(), nullable=False),
         pa.field("source_dataset", pa.string(), nullable=False),
         pa.field("source_version", pa.int64(), nullable=False),
+        pa.field("refused", pa.string(), nullable=True),  # why the tier refuses the file's name, if it does
     ]
 )
 
@@ -81,8 +86,9 @@ def _root_of(pattern: str) -> str:
     return "/".join(prefix)
 
 
-def list_files(spec: SourceSpec) -> tuple[str, list[str]]:
-    """(dataset root, sorted tier-relative file paths) for a file, folder or glob.
+def list_files(spec: SourceSpec) -> tuple[str, list[tuple[str, str | None]]]:
+    """(dataset root, sorted (tier-relative path, why the tier refuses its name or None) of each file)
+    for a file, folder or glob.
 
     Files are confined to the tier's root by their real path (see :mod:`storage.links`): a symbolic
     link that leaves it fails the input with a :class:`~storage.links.TierLinkError` naming the link.
@@ -90,17 +96,26 @@ def list_files(spec: SourceSpec) -> tuple[str, list[str]]:
     pattern = confine(spec.pattern)
     if _GLOB_CHARS & set(pattern):
         root = _root_of(pattern)
-        files = links.list_files(spec.tier, root, _matches(pattern))
+        names = links.list_files(spec.tier, root, _matches(pattern))
     else:
         info = spec.tier.filesystem.get_file_info(links.real_path(spec.tier, pattern))
         if info.type == pafs.FileType.File:
-            return posixpath.dirname(pattern), [pattern]
+            return posixpath.dirname(pattern), [(pattern, None)]
         if info.type != pafs.FileType.Directory:
             raise FileNotFoundError(f"no such file or folder on tier {spec.tier.name!r}: {pattern}")
-        root, files = pattern, links.list_files(spec.tier, pattern, _visible)
+        root, names = pattern, links.list_files(spec.tier, pattern, _visible)
     if spec.name is not None:
         raise ValueError(f"input {spec.dataset!r}: a file name is given, but {pattern!r} is not one file")
-    return root, files
+    return root, [_checked(name) for name in names]
+
+
+def _checked(name: str) -> tuple[str, str | None]:
+    """A listed name and None, or, when the tier refuses it, the name as listed (printable, so its
+    quarantine row can name it) and why."""
+    try:
+        return confine(name), None
+    except TierPathError as exc:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"), str(exc)
 
 
 def _visible(path: str) -> bool:
@@ -118,10 +133,10 @@ def plan_chunks(spec: SourceSpec, version: int) -> pa.Table:
         raise FileNotFoundError(f"{spec.pattern!r} on tier {spec.tier.name!r} matched no files")
     tier_json = json.dumps(spec.tier.config.model_dump(by_alias=True), sort_keys=True)
     rows = []
-    for path in files:
+    for path, refused in files:
         relative = spec.name or (posixpath.relpath(path, root) if root else path)
         fmt = detect_format(relative) if spec.format == "auto" else spec.format
-        if fmt is None:
+        if fmt is None and refused is None:
             raise ValueError(f"cannot tell the format of {relative!r}; set format= (jsonl, parquet, csv, text)")
         rows.append(
             {
@@ -134,6 +149,7 @@ def plan_chunks(spec: SourceSpec, version: int) -> pa.Table:
                 "first_row": 0,
                 "source_dataset": spec.dataset,
                 "source_version": version,
+                "refused": refused,
             }
         )
     return pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)

@@ -27,7 +27,7 @@ from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.links import TierLinkError, list_files, real_path
-from storage.tier import Tier, TierPathError, get_tier, local_tier
+from storage.tier import Tier, get_tier, local_tier
 from tests.conftest import write_jsonl
 
 SECRET = "root:x:0:0:root:/root:/bin/bash"
@@ -112,10 +112,13 @@ def test_a_link_put_in_after_planning_is_refused_when_opened(tree: Path) -> None
 
 
 def test_the_walk_keeps_the_lexical_checks(tree: Path) -> None:
-    """A name no tier path may hold fails the listing, as it did when pyarrow listed the folder."""
+    """A name no tier path may hold is refused by the walk too: planned as refused (one
+    ``invalid_file_name`` row), never read, as when pyarrow listed the folder."""
     write_jsonl(tree / "docs" / "back\\slash.jsonl", [{"text": "x"}])
-    with pytest.raises(TierPathError, match="forbidden character"):
-        plan_chunks(SourceSpec("ds", local_tier(tree), "docs"), 1)
+    chunks = plan_chunks(SourceSpec("ds", local_tier(tree), "docs"), 1).to_pylist()
+    refused = {c["path"]: c["refused"] for c in chunks}
+    assert refused["docs/a.jsonl"] is None
+    assert "forbidden character" in refused["docs/back\\slash.jsonl"]
 
 
 def test_real_path_is_the_resolved_path_inside_the_root(tree: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,7 +52,8 @@ def test_confine_refuses_escapes(bad: str) -> None:
 
 @pytest.mark.parametrize("bad", URI_ONLY_ESCAPES)
 def test_uri_refuses_percent_and_url_syntax(bad: str) -> None:
-    """A URL parser decodes %2e%2e to '..'; pyarrow keeps it literally (see the RGW test)."""
+    """A URL parser decodes %2e%2e to '..'; pyarrow keeps it literally (see the RGW test). A
+    configured s3/hdfs root is used verbatim in URIs, so it may not contain these."""
     assert confine(bad)  # fine as a literal object/file name
     with pytest.raises(TierPathError):
         confine_for_uri(bad)
@@ -115,6 +117,28 @@ def test_s3_addressing() -> None:
     ):
         with pytest.raises(TierPathError):
             tier.relative(outside)
+
+
+@pytest.mark.parametrize(
+    "name", ["50%.jsonl", "a#b.jsonl", "a?b=1.jsonl", "sp ace/日本語.jsonl", "%2e%2e/x", "%252e%252e/x"]
+)
+def test_uri_percent_encodes_names_a_url_parser_would_misread(name: str) -> None:
+    """'%', '?', '#', spaces and non-ASCII are literal in pyarrow paths; in a URI they are escaped
+    once, so a URL parser (deltalake's) decodes back exactly the name pyarrow uses."""
+    hdfs = Tier(TierConfig(name="h", kind="hdfs", root="hdfs://nn:8020/warehouse"))
+    for tier in (_s3_tier(), hdfs):
+        uri = tier.uri("raw", name)
+        parsed = urllib.parse.urlsplit(uri)
+        assert (parsed.query, parsed.fragment) == ("", "")
+        assert urllib.parse.unquote(parsed.path) == "/" + tier.path("raw", name).split("/", 1)[1]
+        assert tier.relative(uri) == f"raw/{name}"
+        assert tier.path("raw", name).endswith(f"raw/{name}")  # pyarrow gets the literal name
+
+
+def test_uri_keeps_path_characters_readable(tmp_path: Path) -> None:
+    assert _s3_tier().uri("k=v/part-0+1.parquet") == "s3://bucket/releases/k=v/part-0+1.parquet"
+    posix = local_tier(tmp_path)  # a posix tier's URI is its plain local path: nothing to escape
+    assert posix.uri("50% a#b?.jsonl") == posix.path("50% a#b?.jsonl") == f"{tmp_path.resolve()}/50% a#b?.jsonl"
 
 
 def test_bucket_level_s3_root() -> None:
