@@ -30,8 +30,12 @@ class MinHashParams(Params):
     buckets. On the Debian corpus only ``exact`` reaches pair F1 >= 0.95 (benchmarks/minhash.py).
 
     ``script`` picks the shingle kind: ``latin`` = word n-grams, ``cjk`` = character n-grams with
-    whitespace removed, ``auto`` = per document: CJK when at least ``cjk_ratio`` of its
-    non-whitespace characters are Han, kana or Hangul.
+    whitespace removed, ``auto`` = ``cjk`` for a document with at least one Han, kana, Bopomofo or
+    Hangul character (and at least ``cjk_ratio`` of its non-whitespace characters, 0 by default),
+    else ``latin``. Any CJK character is enough because a ratio splits near twins that fall on
+    either side of it (a man page and its more translated version) into shingle spaces that
+    share nothing; Chinese text with embedded English is then measured as the character n-gram
+    reference measures it (benchmarks/minhash_recall.py).
     ``survivor`` orders a cluster's members: ``longest`` text first, or ``shortest``, or only by
     ``smallest_id``; ties always fall to the smallest ``sample_id``. Published samples always
     survive, whatever the policy.
@@ -46,7 +50,7 @@ class MinHashParams(Params):
     false_positive_weight: float = 0.2
     false_negative_weight: float = 0.8
     script: Script = "auto"
-    cjk_ratio: float = 0.3
+    cjk_ratio: float = 0.0
     verify: Verify = "exact"
     survivor: Survivor = "longest"
 
