@@ -19,10 +19,12 @@ class MinHashParams(Params):
     """What a pipeline file configures for near-duplicate removal.
 
     ``bands``/``rows`` override the LSH layout; when both are unset it is derived from
-    ``threshold`` like datasketch's ``MinHashLSH`` does, but with weights that favour recall
-    (``false_positive_weight`` 0.2, ``false_negative_weight`` 0.8, giving 12x10 at 0.8 and 128
-    permutations): datasketch's 0.5/0.5 choice (9x13) misses true pairs, and the extra false
-    positives of recall-leaning bands are removed by ``verify`` instead.
+    ``threshold`` like datasketch's ``MinHashLSH`` does, but with weights that put recall first
+    (``false_positive_weight`` 0.002, ``false_negative_weight`` 0.998, giving 21x6 at 0.8 and 128
+    permutations, which makes a pair *at* the threshold a candidate with probability 0.998):
+    datasketch's 0.5/0.5 choice (9x13, 0.40 at the threshold) and our earlier 0.2/0.8 (12x10,
+    0.74) miss pairs just above it, and the extra false positives of wide bands are removed by
+    ``verify`` instead.
 
     ``verify`` checks every candidate edge before clustering: ``exact`` (default) compares
     shingle sets and needs the texts at clustering time; ``estimate`` compares signatures (no
@@ -47,8 +49,8 @@ class MinHashParams(Params):
     seed: int = 1
     bands: int | None = None
     rows: int | None = None
-    false_positive_weight: float = 0.2
-    false_negative_weight: float = 0.8
+    false_positive_weight: float = 0.002
+    false_negative_weight: float = 0.998
     script: Script = "auto"
     cjk_ratio: float = 0.0
     verify: Verify = "exact"
