@@ -7,7 +7,7 @@ import json
 import os
 import random
 import subprocess
-import time
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,13 +55,42 @@ class Measured:
     peak_rss_mb: float
     returncode: int
     output: str
+    cpu_s: float  # user + system time of the process and the children it waited for
+
+
+# Spawns the command, waits for it and writes "exit-code peak-RSS-KiB cpu-s wall-s" to a pipe.
+_LAUNCHER = """
+import os, sys, time
+fd, cmd = int(sys.argv[1]), sys.argv[2:]
+start = time.perf_counter()
+pid = os.posix_spawnp(cmd[0], cmd, os.environ)
+_, status, ru = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+os.write(fd, f"{os.waitstatus_to_exitcode(status)} {ru.ru_maxrss} {ru.ru_utime + ru.ru_stime} {wall}".encode())
+"""
 
 
 def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
-    """Run a command; report its wall time and the peak RSS of its process tree's largest process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    """Run a command; report its wall and CPU time and its peak RSS (of the largest process it waited for).
+
+    A small launcher process starts the command and measures it: Linux keeps a process's peak RSS
+    across ``exec``, so a command forked straight from this (possibly large) process would report
+    at least this process's own peak.
+    """
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-S", "-c", _LAUNCHER, str(write_fd), *cmd],
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        pass_fds=(write_fd,),
+    )
+    os.close(write_fd)
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    return Measured(wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), out)
+    proc.wait()
+    with os.fdopen(read_fd) as report:
+        fields = report.read().split()
+    if proc.returncode != 0 or len(fields) != 4:
+        return Measured(0.0, 0.0, proc.returncode or 1, out, 0.0)
+    code, rss_kib, cpu, wall = int(fields[0]), int(fields[1]), float(fields[2]), float(fields[3])
+    return Measured(wall, rss_kib / 1024, code, out, cpu)

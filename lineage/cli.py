@@ -510,6 +510,13 @@ def dedupe(
     threshold: Annotated[float, typer.Option(help="Jaccard similarity that counts as a duplicate.")] = 0.8,
     num_perm: Annotated[int, typer.Option(help="MinHash permutations.")] = 128,
     ngram: Annotated[int, typer.Option(help="Shingle size: words, or characters for CJK text.")] = 5,
+    script: Annotated[
+        str,
+        typer.Option(help="auto (characters for a text with any CJK character, else words), latin (words) or cjk."),
+    ] = "auto",
+    bands: Annotated[int | None, typer.Option(help="LSH bands (with --rows; default: from the threshold).")] = None,
+    rows: Annotated[int | None, typer.Option(help="Signature rows per LSH band (with --bands).")] = None,
+    verify: Annotated[str, typer.Option(help="Check candidates: exact (shingle sets), estimate or none.")] = "exact",
     engine: Annotated[str, typer.Option(help="local, spark or ray.")] = "local",
     text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
     id_field: Annotated[str | None, typer.Option(help="Field whose values name records in the report.")] = None,
@@ -525,11 +532,16 @@ def dedupe(
             threshold=threshold,
             num_perm=num_perm,
             ngram=ngram,
+            script=script,
+            bands=bands,
+            rows=rows,
+            verify=verify,
             engine=engine,
             text_field=text_field,
             id_field=id_field,
         )
     )
+    console.print(f"settings: {summary.settings()}", highlight=False, soft_wrap=True)
     console.print(
         f"{summary.records:,} records in {summary.inputs} file(s): kept {summary.kept:,}, dropped "
         f"{summary.dropped:,} near-duplicates, quarantined {summary.quarantined:,}"

@@ -22,6 +22,8 @@ import pyarrow.parquet as pq
 
 from lineage.settings import Settings, TierConfig
 from operators.convert.readers import open_decompressed
+from operators.minhash.lsh import band_layout
+from operators.minhash.params import MinHashParams
 from storage.delta import version_dataset
 from storage.tier import get_tier, local_tier
 
@@ -46,6 +48,20 @@ class DedupeSummary:
     quarantined: int
     outputs: list[Path]
     report: Path
+    params: MinHashParams
+
+    def settings(self) -> str:
+        """The near-duplicate settings the run used, on one line, with the LSH layout resolved."""
+        p = self.params
+        bands, rows = band_layout(p)
+        how = "as set"
+        if p.bands is None:
+            how = f"from the threshold, weights {p.false_positive_weight}/{p.false_negative_weight}"
+        script = f"auto, cjk_ratio {p.cjk_ratio}" if p.script == "auto" else p.script
+        return (
+            f"threshold {p.threshold}; shingles: {p.ngram}-grams, script {script}; {p.num_perm} permutations, "
+            f"seed {p.seed}; LSH {bands} bands x {rows} rows ({how}); verify {p.verify}; survivor {p.survivor}"
+        )
 
 
 def _format(path: Path) -> str:
@@ -76,6 +92,10 @@ def dedupe_files(
     threshold: float = 0.8,
     num_perm: int = 128,
     ngram: int = 5,
+    script: str = "auto",
+    bands: int | None = None,
+    rows: int | None = None,
+    verify: str = "exact",
     engine: str = "local",
     text_field: str = "text",
     id_field: str | None = None,
@@ -84,6 +104,10 @@ def dedupe_files(
     from pipelines.runner import Runner, latest_version
     from pipelines.spec import PipelineSpec
 
+    # validated here, before any work: a bad value is one clear error
+    params = MinHashParams(
+        threshold=threshold, num_perm=num_perm, ngram=ngram, script=script, bands=bands, rows=rows, verify=verify
+    )
     inputs = [p.resolve() for p in inputs]
     for p in inputs:
         if not p.is_file():
@@ -108,9 +132,7 @@ def dedupe_files(
                     {"dataset": f"input{i}", "path": str(p), "text_field": text_field, "id_field": id_field}
                     for i, p in enumerate(inputs)
                 ],
-                "operators": [
-                    {"name": "minhash_dedupe", "params": {"threshold": threshold, "num_perm": num_perm, "ngram": ngram}}
-                ],
+                "operators": [{"name": "minhash_dedupe", "params": params.to_dict()}],
                 "output": {"dataset": "dedupe"},
             }
         )
@@ -167,7 +189,14 @@ def dedupe_files(
         pq.write_table(quarantine_table, report_path.with_name(report_path.name.replace("duplicates", "quarantine")))
     steps = outcome.counts["steps"]
     return DedupeSummary(
-        len(inputs), steps[0]["in"], outcome.row_count, len(dropped), quarantine_table.num_rows, targets, report_path
+        len(inputs),
+        steps[0]["in"],
+        outcome.row_count,
+        len(dropped),
+        quarantine_table.num_rows,
+        targets,
+        report_path,
+        params,
     )
 
 

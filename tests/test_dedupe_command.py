@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from lineage.dedupe_files import dedupe_files
 from lineage.settings import Settings
 from tests.pipelines.test_minhash_pipeline import BASE, CHINESE, NEAR, OTHER
+from tests.test_cli import lineage
 
 
 def test_jsonl_gz_keeps_records_byte_for_byte_and_reports_duplicates(tmp_path: Path, settings: Settings) -> None:
@@ -41,3 +42,32 @@ def test_parquet_inputs_across_files(tmp_path: Path, settings: Settings) -> None
     assert pq.read_table(tmp_path / "out" / "y.parquet").column("id").to_pylist() == [3]
     (row,) = pq.read_table(tmp_path / "out" / "duplicates.parquet").to_pylist()
     assert (row["id"], row["kept_id"]) == ("1", "3")
+
+
+def test_command_takes_script_layout_and_verify_and_prints_the_settings_it_used(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    texts = {"a": CHINESE, "b": CHINESE + "另外", "c": BASE, "d": NEAR}
+    src.write_text("".join(json.dumps({"doc": k, "text": v}, ensure_ascii=False) + "\n" for k, v in texts.items()))
+    home, out = tmp_path / "home", str(tmp_path / "out.jsonl")
+
+    default = lineage(home, "dedupe", str(src), "--output", out, "--id-field", "doc").stdout
+    assert (
+        "settings: threshold 0.8; shingles: 5-grams, script auto, cjk_ratio 0.0; 128 permutations, seed 1; "
+        "LSH 21 bands x 6 rows (from the threshold, weights 0.002/0.998); verify exact; survivor longest"
+    ) in default
+    assert "kept 2, dropped 2 near-duplicates" in default
+
+    # as words, each Chinese text is a single word (no spaces), so the two are no longer near
+    chosen = lineage(
+        home, "dedupe", str(src), "-o", out, "--script", "latin", "--bands", "16", "--rows", "8", "--verify", "estimate"
+    ).stdout
+    assert "script latin;" in chosen and "LSH 16 bands x 8 rows (as set); verify estimate;" in chosen
+    assert "kept 3, dropped 1 near-duplicates" in chosen
+
+    for bad, message in [
+        (["--script", "klingon"], "script must be one of"),
+        (["--bands", "16"], "set both bands and rows"),
+        (["--verify", "maybe"], "verify must be one of"),
+    ]:
+        result = lineage(home, "dedupe", str(src), "-o", out, *bad, check=False)
+        assert result.returncode == 1 and message in result.stdout + result.stderr, (bad, result)

@@ -19,19 +19,25 @@ class MinHashParams(Params):
     """What a pipeline file configures for near-duplicate removal.
 
     ``bands``/``rows`` override the LSH layout; when both are unset it is derived from
-    ``threshold`` like datasketch's ``MinHashLSH`` does, but with weights that favour recall
-    (``false_positive_weight`` 0.2, ``false_negative_weight`` 0.8, giving 12x10 at 0.8 and 128
-    permutations): datasketch's 0.5/0.5 choice (9x13) misses true pairs, and the extra false
-    positives of recall-leaning bands are removed by ``verify`` instead.
+    ``threshold`` like datasketch's ``MinHashLSH`` does, but with weights that put recall first
+    (``false_positive_weight`` 0.002, ``false_negative_weight`` 0.998, giving 21x6 at 0.8 and 128
+    permutations, which makes a pair *at* the threshold a candidate with probability 0.998):
+    datasketch's 0.5/0.5 choice (9x13, 0.40 at the threshold) and our earlier 0.2/0.8 (12x10,
+    0.74) miss pairs just above it, and the extra false positives of wide bands are removed by
+    ``verify`` instead.
 
     ``verify`` checks every candidate edge before clustering: ``exact`` (default) compares
     shingle sets and needs the texts at clustering time; ``estimate`` compares signatures (no
     texts, but +-0.035 noise at 0.8 with 128 permutations chains clusters); ``none`` trusts the
-    buckets. On the Debian corpus only ``exact`` reaches pair F1 >= 0.95 (benchmarks/minhash.py).
+    buckets. Only ``exact`` keeps removal precision at 1.0 on the Debian corpora and the mixed zh set.
 
     ``script`` picks the shingle kind: ``latin`` = word n-grams, ``cjk`` = character n-grams with
-    whitespace removed, ``auto`` = per document: CJK when at least ``cjk_ratio`` of its
-    non-whitespace characters are Han, kana or Hangul.
+    whitespace removed, ``auto`` = ``cjk`` for a document with at least one Han, kana, Bopomofo or
+    Hangul character (and at least ``cjk_ratio`` of its non-whitespace characters, 0 by default),
+    else ``latin``. Any CJK character is enough because a ratio splits near twins that fall on
+    either side of it (a man page and its more translated version) into shingle spaces that
+    share nothing; Chinese text with embedded English is then measured as the character n-gram
+    reference measures it (``benchmarks/minhash.py --quality``).
     ``survivor`` orders a cluster's members: ``longest`` text first, or ``shortest``, or only by
     ``smallest_id``; ties always fall to the smallest ``sample_id``. Published samples always
     survive, whatever the policy.
@@ -43,10 +49,10 @@ class MinHashParams(Params):
     seed: int = 1
     bands: int | None = None
     rows: int | None = None
-    false_positive_weight: float = 0.2
-    false_negative_weight: float = 0.8
+    false_positive_weight: float = 0.002
+    false_negative_weight: float = 0.998
     script: Script = "auto"
-    cjk_ratio: float = 0.3
+    cjk_ratio: float = 0.0
     verify: Verify = "exact"
     survivor: Survivor = "longest"
 

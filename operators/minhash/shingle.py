@@ -13,8 +13,10 @@ Shingle hash, format 1 (stored signatures depend on it; bump ``SIGNATURE_FORMAT_
 * a document with fewer than ``n`` units yields one shingle over all its units (possibly none).
 
 Punctuation and symbols (P*, S*) are skipped as if deleted; whitespace is exactly Python's
-``str.isspace()``. A document is CJK when at least ``cjk_ratio`` of its remaining
-non-whitespace characters are Han, kana or Hangul.
+``str.isspace()``. With ``script="auto"`` a document is CJK when it has at least one Han, kana,
+Bopomofo or Hangul character and at least ``cjk_ratio`` of its remaining non-whitespace
+characters are such characters. The default ratio, 0, makes any CJK character enough: a Chinese
+document and its near twin then share one shingle space however much English either embeds.
 """
 
 from __future__ import annotations
@@ -115,8 +117,10 @@ def _is_cjk_doc(data: np.ndarray, start: int, end: int, drop: np.ndarray, cjk_ra
         if not drop[cp] and not is_space(cp):
             total += 1
             if is_cjk(cp):
+                if cjk_ratio == 0.0:
+                    return True
                 cjk += 1
-    return total > 0 and cjk >= cjk_ratio * total
+    return cjk > 0 and cjk >= cjk_ratio * total
 
 
 @numba.njit(cache=True)

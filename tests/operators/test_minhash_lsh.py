@@ -22,6 +22,7 @@ from operators.minhash import (
     [
         (0.8, 128, (0.5, 0.5)),
         (0.8, 128, (0.2, 0.8)),
+        (0.8, 128, (0.002, 0.998)),
         (0.5, 128, (0.5, 0.5)),
         (0.9, 256, (0.3, 0.7)),
         (0.7, 64, (0.1, 0.9)),
@@ -33,7 +34,7 @@ def test_optimal_bands_match_datasketch(threshold: float, num_perm: int, weights
 
 def test_band_layout_explicit_or_derived() -> None:
     assert band_layout(MinHashParams(bands=16, rows=8)) == (16, 8)
-    assert band_layout(MinHashParams()) == _optimal_param(0.8, 128, 0.2, 0.8)
+    assert band_layout(MinHashParams()) == _optimal_param(0.8, 128, 0.002, 0.998) == (21, 6)
     with pytest.raises(ValueError):
         MinHashParams(bands=16)
     with pytest.raises(ValueError):

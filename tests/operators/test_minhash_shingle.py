@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from benchmarks.evalsets.reference import char_shingles, normalise
 from operators.minhash import MinHashParams, shingle_hashes
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.shingle import is_space
@@ -80,10 +81,13 @@ def test_script_detection_per_document_and_forced() -> None:
             "An English sentence with 一个 word",
             "日本語のテキストです",
             "한국어 문장입니다",
+            "Plain English, café, naïve ½",
         ]
     )
     _, _, cjk = shingle_hashes(texts, MinHashParams())
-    assert cjk.tolist() == [True, False, True, True]
+    assert cjk.tolist() == [True, True, True, True, False]  # any CJK character is enough
+    _, _, by_ratio = shingle_hashes(texts, MinHashParams(cjk_ratio=0.3))
+    assert by_ratio.tolist() == [True, False, True, True, False]
     _, _, forced = shingle_hashes(texts, MinHashParams(script="latin"))
     assert not forced.any()
     _, _, forced = shingle_hashes(texts, MinHashParams(script="cjk"))
@@ -125,3 +129,53 @@ def test_sliced_and_large_string_inputs() -> None:
     np.testing.assert_array_equal(sliced_h[sliced_o[0] : sliced_o[1]], whole[1])
     large_h, _, _ = shingle_hashes(pa.array(texts, pa.large_string()), MinHashParams())
     np.testing.assert_array_equal(large_h, np.concatenate(whole))
+
+
+# A man page section in two translation states: the second has two more sentences translated.
+_OPTIONS = (
+    "-a, --all  do not ignore entries starting with . "
+    "-A, --almost-all  do not list implied . and .. "
+    "--author  with -l, print the author of each file "
+    "-b, --escape  print C-style escapes for nongraphic characters "
+    "--block-size=SIZE  with -l, scale sizes by SIZE when printing them; e.g., '--block-size=M' "
+    "-B, --ignore-backups  do not list implied entries ending with ~ "
+    "-c  with -lt: sort by, and show, ctime (time of last modification of file status information) "
+    "-C  list entries by columns "
+    "--color[=WHEN]  color the output WHEN; more info below "
+    "-d, --directory  list directories themselves, not their contents "
+)
+_LESS_TRANSLATED = "列出目录内容。默认列出当前目录中的文件，按字母顺序排序。" + _OPTIONS
+_MORE_TRANSLATED = (
+    _LESS_TRANSLATED + "长选项必须使用的参数对于短选项也是必须使用的。" + "如果没有指定排序选项，则按字母排序。"
+)
+
+
+def _han_share(text: str) -> float:
+    chars = "".join(normalise(text).split())
+    return sum("\u4e00" <= ch <= "\u9fff" for ch in chars) / len(chars)
+
+
+def test_near_twins_on_either_side_of_a_han_ratio_share_one_shingle_space() -> None:
+    assert _han_share(_LESS_TRANSLATED) < 0.1 < _han_share(_MORE_TRANSLATED)
+    ref_a, ref_b = char_shingles(_LESS_TRANSLATED), char_shingles(_MORE_TRANSLATED)
+    reference = len(ref_a & ref_b) / len(ref_a | ref_b)
+    assert reference >= 0.8
+    a, b = (set(h.tolist()) for h in _doc_hashes([_LESS_TRANSLATED, _MORE_TRANSLATED]))
+    assert len(a & b) / len(a | b) == pytest.approx(reference)  # by default: the reference's own shingles
+    a, b = (set(h.tolist()) for h in _doc_hashes([_LESS_TRANSLATED, _MORE_TRANSLATED], cjk_ratio=0.1))
+    assert not a & b  # a ratio the twins straddle puts them in spaces that share nothing
+
+
+def test_mixed_text_shingles_are_the_character_reference() -> None:
+    texts = [_LESS_TRANSLATED, "使用 git clone 下载仓库: git clone https://example.org/repo.git --depth 1"]
+    for text, hashes in zip(texts, _doc_hashes(texts), strict=True):
+        assert len(set(hashes.tolist())) == len(char_shingles(text))
+
+
+def test_latin_and_cjk_scripts_keep_their_shingles() -> None:
+    """Forced ``latin`` / ``cjk`` shingling is format 1 as stored before: pinned hashes."""
+    text = "Debian 软件包 libfoo-dev: development files for foo 开发文件"
+    (latin,) = _doc_hashes([text], script="latin", ngram=3)
+    (cjk,) = _doc_hashes([text], script="cjk", ngram=3)
+    assert latin[:3].tolist() == [1857208430, 1860336564, 2312756732]
+    assert cjk[:3].tolist() == [2414277173, 393163169, 3281028819]
