@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from api.deps import Reader, ServiceDep, Writer
+from api.deps import CallerFirstRoute, Reader, ServiceDep, Writer
 from api.routers.common import NO_NUL, Limit, Name, Offset, VersionNumber
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["datasets"])
+router = APIRouter(tags=["datasets"], route_class=CallerFirstRoute)
 
 REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[A-Za-z0-9][A-Za-z0-9._-]{0,127}|:v?[0-9]{1,9})?$"
 Ref = Annotated[

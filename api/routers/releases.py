@@ -6,11 +6,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query, Response
 
-from api.deps import Reader, ServiceDep, Writer
+from api.deps import CallerFirstRoute, Reader, ServiceDep, Writer
 from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Name, Offset, Tag
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["releases"])
+router = APIRouter(tags=["releases"], route_class=CallerFirstRoute)
 
 
 @router.get("/releases", response_model=S.Page[S.ReleaseOut])

@@ -6,11 +6,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 
-from api.deps import Reader, ServiceDep
+from api.deps import CallerFirstRoute, Reader, ServiceDep
 from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Offset
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=CallerFirstRoute)
 
 
 @router.get("/runs", response_model=S.Page[S.RunOut])

@@ -318,7 +318,10 @@ class Health(BaseModel):
     status: str
     version: str
     database: str
-    auth_required: bool
+    auth_required: bool = Field(
+        description="Whether this caller must send a token: false only in single-user mode (the setting on, "
+        "a loopback peer, no token created yet)."
+    )
 
 
 _NODE_ID = re.compile(r"^(dataset|job):(.+)$")
