@@ -70,6 +70,7 @@ def test_every_check_passes_over_the_whole_api(fuzz_server: tuple, who: str) -> 
     report = done.stdout + done.stderr
     assert done.returncode == 0, report[-30_000:]
     cases = re.search(r"(\d+) generated, (\d+) passed", report)
+    print(f"schemathesis as {who}: {cases[0] if cases else 'no summary'}")
     assert cases is not None and cases[1] == cases[2], report[-3_000:]
     assert int(cases[1]) >= MIN_CASES[who], report[-3_000:]
     assert re.search(r"Tested: 28\b", report), report[-3_000:]
