@@ -22,7 +22,13 @@ app.add_typer(token_app, name="token")
 
 @app.command()
 def serve(
-    host: Annotated[str | None, typer.Option(help="Address to bind (default: settings api_host, 127.0.0.1).")] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            help="Address to bind (default: settings api_host, 127.0.0.1). On a loopback address single-user "
+            "mode is on unless the setting single_user says otherwise."
+        ),
+    ] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: settings api_port).")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (more than 1 uses more cores).")] = 1,
