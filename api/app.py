@@ -1,4 +1,8 @@
-"""The app factory: ``uvicorn --factory api.app:create_app`` or ``lineage serve``."""
+"""The app factory: ``uvicorn --factory api.app:create_app`` or ``lineage serve``.
+
+Under the bare factory single-user mode is off unless ``LINEAGE_SINGLE_USER=true``: wherever it is
+bound, every request needs a token (``lineage serve`` on a loopback address turns the mode on).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,9 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 
 from api import errors
-from api.deps import reject_unknown_query
 from api.routers import datasets, lineage, releases, runs, samples, system, tokens
 from lineage.service.core import Service
 from lineage.settings import Settings, get_settings
@@ -33,7 +36,6 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         version="1",
         lifespan=lifespan,
         responses=errors.ERROR_RESPONSES,
-        dependencies=[Depends(reject_unknown_query)],
     )
     app.state.service = service
     errors.install(app)

@@ -1,12 +1,19 @@
-"""Every refusal is a 4xx JSON answer ``{"detail": "..."}``; only bugs are 5xx."""
+"""Every refusal is a 4xx JSON answer ``{"detail": "..."}``; only bugs are 5xx.
+
+A method a path does not take is a 405 whose ``Allow`` lists every method the path takes (Starlette
+names only those of the first route that matched the path); ``OPTIONS`` is answered with that list.
+"""
 
 from __future__ import annotations
 
 import logging
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from lineage.service.errors import message_for, status_for
 
@@ -35,6 +42,29 @@ def _answer(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": message_for(exc)}, status_code=status, headers=headers)
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app takes at this request's path."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        allow = ", ".join([*allowed_methods(request), "OPTIONS"])
+        if request.method == "OPTIONS":
+            return Response(status_code=204, headers={"Allow": allow})
+        exc = HTTPException(405, exc.detail, headers={**(exc.headers or {}), "Allow": allow})
+    return await http_exception_handler(request, exc)
+
+
 def install(app: FastAPI) -> None:
     from pydantic import ValidationError
     from sqlalchemy.exc import DataError, IntegrityError
@@ -54,3 +84,4 @@ def install(app: FastAPI) -> None:
     )
     for cls in handled:
         app.add_exception_handler(cls, _answer)  # type: ignore[arg-type]
+    app.add_exception_handler(HTTPException, _http_error)

@@ -22,7 +22,13 @@ app.add_typer(token_app, name="token")
 
 @app.command()
 def serve(
-    host: Annotated[str | None, typer.Option(help="Address to bind (default: settings api_host, 127.0.0.1).")] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            help="Address to bind (default: settings api_host, 127.0.0.1). On a loopback address single-user "
+            "mode is on unless the setting single_user says otherwise."
+        ),
+    ] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: settings api_port).")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (more than 1 uses more cores).")] = 1,
@@ -37,11 +43,13 @@ def serve(
     settings = _settings()
     update = {k: v for k, v in {"api_host": host, "api_port": port}.items() if v is not None}
     settings = settings.model_copy(update=update)
+    if settings.single_user is None:  # unset: on where only this machine can connect
+        settings = settings.model_copy(update={"single_user": is_loopback(settings.api_host)})
     service = Service(settings)
-    if is_loopback(settings.api_host) and not service.tokens.any_exist():
+    if settings.single_user and not service.tokens.any_exist():
         err.print(
-            f"[yellow]single-user mode:[/] bound to {settings.api_host} and no token exists, so requests need no "
-            f"token and act as {settings.api_local_user!r}; `lineage token create` turns auth on"
+            f"[yellow]single-user mode:[/] no token exists, so requests from loopback addresses need no token and "
+            f"act as {settings.api_local_user!r}; `lineage token create` turns auth on"
         )
     else:
         err.print("every request needs a bearer token (`lineage token create`)")
@@ -49,8 +57,9 @@ def serve(
         uvicorn.run(create_app(settings, service), host=settings.api_host, port=settings.api_port, log_level=log_level)
         return
     service.close()
-    # each worker process builds its own app from the environment: pass the bound address on
+    # each worker process builds its own app from the environment: pass the bound address and the mode on
     os.environ["LINEAGE_API_HOST"], os.environ["LINEAGE_API_PORT"] = settings.api_host, str(settings.api_port)
+    os.environ["LINEAGE_SINGLE_USER"] = str(settings.single_user).lower()
     uvicorn.run(
         "api.app:create_app",
         factory=True,
@@ -97,7 +106,7 @@ def token_list() -> None:
 
 @token_app.command("revoke")
 def token_revoke(token_id: Annotated[int, typer.Argument(help="The token's id (see `lineage token list`).")]) -> None:
-    """Revoke a token: it stops working at once (within seconds on a running server)."""
+    """Revoke a token: it stops working at once (within a second on a running server)."""
     from lineage.service.core import Service
     from lineage.service.errors import NotFound
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -17,13 +18,13 @@ from datetime import datetime
 from json.encoder import encode_basestring_ascii as _q  # a JSON string literal, in C
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Text, cast, func, select
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from sqlalchemy import Text, cast, func, select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, Dataset, DatasetVersion, LineageEdge, LineageEvent, LineageNode, Run
-from lineage.catalog.models import utcnow
+from lineage.catalog.models import as_utc, utcnow
 from lineage.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -39,13 +40,29 @@ _Text = Field(min_length=1, max_length=1000)
 
 Str = Annotated[str, Field(pattern=r"^[^\x00]*$")]  # stored in text columns: PostgreSQL refuses NUL
 
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _rfc3339(value: object) -> object:
+    """OpenLineage's ``eventTime`` is an RFC 3339 date-time (JSON Schema ``format: date-time``): a string
+    with a time zone. pydantic alone would also take a number, or a numeric string, as a Unix time."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339.match(value)):
+        return value
+    raise ValueError("eventTime must be an RFC 3339 date-time with a time zone, e.g. 2026-01-01T00:00:00Z")
+
+
+EventTime = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
+
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+RUN_ID_MAX_LENGTH = 100  # of an OpenLineage runId; our own runs' ids (UUIDs) are shorter
+
+
 class OLRun(_Open):
-    runId: Str = Field(min_length=1, max_length=100)  # noqa: N815 (OpenLineage's field names)
+    runId: Str = Field(min_length=1, max_length=RUN_ID_MAX_LENGTH)  # noqa: N815 (OpenLineage's field names)
     facets: dict[str, Any] = {}
 
 
@@ -65,7 +82,7 @@ class RunEvent(_Open):
     """An OpenLineage RunEvent (the fields we use are checked; the rest is kept as sent)."""
 
     eventType: Literal["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"] = "OTHER"  # noqa: N815
-    eventTime: datetime  # noqa: N815
+    eventTime: EventTime  # noqa: N815
     run: OLRun
     job: OLJob
     inputs: list[OLDataset] = Field(default=[], max_length=10_000)
@@ -78,45 +95,85 @@ def node_id(kind: str, namespace: str, name: str) -> str:
     return f"{kind.lower()}:{namespace}:{name}"
 
 
-def _upsert_node(session: Session, kind: str, ds: OLDataset | OLJob, run_id: str) -> LineageNode:
-    query = select(LineageNode).where(
-        LineageNode.kind == kind, LineageNode.namespace == ds.namespace, LineageNode.name == ds.name
-    )
-    node = session.scalars(query).first()
-    if node is None:
-        node = LineageNode(kind=kind, namespace=ds.namespace, name=ds.name, facets=dict(ds.facets))
-        try:
-            with session.begin_nested():
-                session.add(node)
-                session.flush()
-        except IntegrityError:  # created concurrently
-            node = session.scalars(query).one()
-    if ds.facets:
-        node.facets = {**node.facets, **ds.facets}
-    if kind == JOB:
-        node.latest_run_id = run_id
-    node.updated_at = utcnow()
-    return node
+Key = tuple[str, str]  # (namespace, name)
+_CHUNK = 500  # keys per IN (...) query: far below every backend's limit on bound parameters
 
 
-def _upsert_edge(session: Session, job: LineageNode, dataset: LineageNode, direction: str) -> None:
-    query = select(LineageEdge).where(
-        LineageEdge.job_id == job.id, LineageEdge.dataset_id == dataset.id, LineageEdge.direction == direction
-    )
-    edge = session.scalars(query).first()
-    if edge is None:
+def _nodes(session: Session, kind: str, keys: list[Key]) -> dict[Key, LineageNode]:
+    """The stored nodes of ``kind`` among ``keys``."""
+    found: dict[Key, LineageNode] = {}
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        query = select(LineageNode).where(
+            LineageNode.kind == kind, tuple_(LineageNode.namespace, LineageNode.name).in_(chunk)
+        )
+        found.update(((n.namespace, n.name), n) for n in session.scalars(query))
+    return found
+
+
+def _upsert_nodes(
+    session: Session, kind: str, facets: dict[Key, dict[str, Any]], run_id: str
+) -> dict[Key, LineageNode]:
+    """Every node of ``facets``, its facets merged (the latest seen win) and touched; the missing ones
+    are created in one flush, and those another writer creates meanwhile are taken from it."""
+    now = utcnow()
+
+    def touch(key: Key, node: LineageNode) -> LineageNode:
+        if facets[key]:
+            node.facets = {**node.facets, **facets[key]}
+        if kind == JOB:
+            node.latest_run_id = run_id
+        node.updated_at = now
+        return node
+
+    nodes = {key: touch(key, node) for key, node in _nodes(session, kind, list(facets)).items()}
+    while missing := [key for key in facets if key not in nodes]:
+        created = [touch(key, LineageNode(kind=kind, namespace=key[0], name=key[1])) for key in missing]
         try:
             with session.begin_nested():
-                session.add(LineageEdge(job_id=job.id, dataset_id=dataset.id, direction=direction))
+                session.add_all(created)
                 session.flush()
         except IntegrityError:
-            pass
-    else:
-        edge.updated_at = utcnow()
+            concurrent = _nodes(session, kind, missing)
+            if not concurrent:
+                raise
+            nodes.update((key, touch(key, node)) for key, node in concurrent.items())
+        else:
+            nodes.update(zip(missing, created, strict=True))
+    return nodes
+
+
+def _upsert_edges(session: Session, job: LineageNode, wanted: list[tuple[int, str]]) -> None:
+    """Edges from ``job`` to each (dataset id, direction): the missing ones created in one flush, the
+    others touched."""
+
+    def stored() -> dict[tuple[int, str], LineageEdge]:
+        query = select(LineageEdge).where(LineageEdge.job_id == job.id)
+        return {(e.dataset_id, e.direction): e for e in session.scalars(query)}
+
+    edges = stored()
+    now = utcnow()
+    for key in wanted:
+        if key in edges:
+            edges[key].updated_at = now
+    while missing := [key for key in wanted if key not in edges]:
+        created = [LineageEdge(job_id=job.id, dataset_id=dataset, direction=way) for dataset, way in missing]
+        try:
+            with session.begin_nested():
+                session.add_all(created)
+                session.flush()
+        except IntegrityError:
+            concurrent = stored()
+            if not concurrent.keys() - edges.keys():
+                raise
+            edges = concurrent
+        else:
+            edges.update(zip(missing, created, strict=True))
 
 
 def ingest(session: Session, event: RunEvent | dict[str, Any]) -> LineageEvent:
-    """Store one RunEvent and fold its job, inputs and outputs into the graph."""
+    """Store one RunEvent and fold its job, inputs and outputs into the graph (a dataset named more
+    than once is one node, its facets merged in order)."""
     ev = event if isinstance(event, RunEvent) else RunEvent.model_validate(event)
     row = LineageEvent(
         event_type=ev.eventType,
@@ -128,10 +185,16 @@ def ingest(session: Session, event: RunEvent | dict[str, Any]) -> LineageEvent:
         payload=ev.model_dump(mode="json", exclude_unset=False),
     )
     session.add(row)
-    job = _upsert_node(session, JOB, ev.job, ev.run.runId)
-    for direction, datasets in (("in", ev.inputs), ("out", ev.outputs)):
-        for ds in datasets:
-            _upsert_edge(session, job, _upsert_node(session, DATASET, ds, ev.run.runId), direction)
+    job_key = (ev.job.namespace, ev.job.name)
+    job = _upsert_nodes(session, JOB, {job_key: ev.job.facets}, ev.run.runId)[job_key]
+    facets: dict[Key, dict[str, Any]] = {}
+    for ds in (*ev.inputs, *ev.outputs):
+        key = (ds.namespace, ds.name)
+        facets[key] = {**facets.get(key, {}), **ds.facets}
+    nodes = _upsert_nodes(session, DATASET, facets, ev.run.runId)
+    sides = (("in", ev.inputs), ("out", ev.outputs))
+    wanted = dict.fromkeys((nodes[(ds.namespace, ds.name)].id, direction) for direction, side in sides for ds in side)
+    _upsert_edges(session, job, list(wanted))
     session.flush()
     return row
 
@@ -190,13 +253,13 @@ def run_events(run: Run, dv: DatasetVersion | None, settings: Settings) -> list[
         {
             **base,
             "eventType": "START",
-            "eventTime": run.started_at.isoformat(),
+            "eventTime": as_utc(run.started_at).isoformat(),
             "run": {"runId": run.id, "facets": run_facets},
         },
         {
             **base,
             "eventType": end_type,
-            "eventTime": (run.ended_at or utcnow()).isoformat(),
+            "eventTime": as_utc(run.ended_at or utcnow()).isoformat(),
             "run": {"runId": run.id, "facets": run_facets},
             "outputs": outputs,
         },

@@ -75,9 +75,17 @@ class Settings(BaseSettings):
     sort_bucket_bytes: int = 64 * 1024 * 1024  # final sorts run per sample-id bucket of about this size
 
     # HTTP service (``lineage serve``)
-    api_host: str = "127.0.0.1"  # on loopback with no token created yet, the service runs without auth
+    api_host: str = "127.0.0.1"
     api_port: int = 8765
+    # Single-user mode: a request without a token acts as ``api_local_user`` (with the admin role) when
+    # all three hold: this is true, no token exists in the catalog, and the request's peer address (the
+    # socket's, never a proxy header) is loopback. None (unset) is off, except that ``lineage serve``
+    # bound to a loopback address turns it on; ``uvicorn --factory api.app:create_app`` never does.
+    single_user: bool | None = None
     api_local_user: str = "local"  # who single-user mode records as the actor
+    # how long a verified token is trusted without asking the catalog again: a token revoked by another
+    # process stops working within this time (in the revoking process, at once)
+    api_token_cache_seconds: float = Field(default=0.5, ge=0, le=1)
     api_page_limit: int = 100  # default page size of list endpoints (at most 1000)
     api_warm_on_start: bool = True  # load the lineage graph and released Delta versions in the background
     openlineage_namespace: str = "lineage-ledger"  # namespace of our datasets and jobs in OpenLineage events

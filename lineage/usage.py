@@ -14,12 +14,17 @@ from sqlalchemy.orm import Session
 from lineage.catalog import Release, ReleaseRead
 
 
+def check_rank(rank: int, world_size: int) -> None:
+    """Ranks of a job are numbered 0 .. world_size - 1."""
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+
+
 def record_read(
     session: Session, release: Release, *, job: str, world_size: int, rank: int, host: str, recorded_by: str
 ) -> ReleaseRead:
     """One rank of ``job`` opened ``release``."""
-    if not 0 <= rank < world_size:
-        raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+    check_rank(rank, world_size)
     read = ReleaseRead(
         release_id=release.id, job=job, world_size=world_size, rank=rank, host=host, recorded_by=recorded_by
     )

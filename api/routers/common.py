@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Path, Query
 
@@ -15,3 +15,10 @@ Name = Annotated[str, Path(pattern=NAME_PATTERN, max_length=128, description="A 
 Tag = Annotated[str, Path(pattern=NAME_PATTERN, max_length=128, description="A release tag.")]
 VersionNumber = Annotated[int, Path(ge=1, le=2**31 - 1, description="A dataset version number.")]
 SampleId = Annotated[str, Path(pattern=r"^[\x21-\x7e]{1,200}$", description="A sample's id.")]
+
+DIFF = "diff"  # operationId of GET /diff: resources a diff can start from link to it
+
+
+def diff_link(description: str, *, base: str, target: str) -> dict[str, Any]:
+    """An OpenAPI link to ``GET /diff``; ``base`` and ``target`` are runtime expressions on the response."""
+    return {"operationId": DIFF, "parameters": {"base": base, "target": target}, "description": description}

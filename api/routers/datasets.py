@@ -6,15 +6,21 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from api.deps import Reader, ServiceDep, Writer
-from api.routers.common import NO_NUL, Limit, Name, Offset, VersionNumber
+from api.deps import CallerFirstRoute, Reader, ServiceDep, Writer
+from api.routers.common import DIFF, NO_NUL, Limit, Name, Offset, VersionNumber, diff_link
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["datasets"])
+router = APIRouter(tags=["datasets"], route_class=CallerFirstRoute)
 
 REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[A-Za-z0-9][A-Za-z0-9._-]{0,127}|:v?[0-9]{1,9})?$"
 Ref = Annotated[
-    str, Query(pattern=REF_PATTERN, max_length=300, description="NAME@TAG, DATASET:vN or DATASET (latest).")
+    str,
+    Query(
+        pattern=REF_PATTERN,
+        max_length=300,
+        description="NAME@TAG, DATASET:vN or DATASET (latest).",
+        examples=["debian-clean@demo", "debian-clean:v1", "debian-clean"],  # the README's demo
+    ),
 ]
 
 
@@ -46,7 +52,21 @@ def list_versions(name: Name, service: ServiceDep, _: Reader, limit: Limit = Non
     return service.list_versions(name, limit, offset)
 
 
-@router.get("/datasets/{name}/versions/{version}", response_model=S.VersionOut)
+@router.get(
+    "/datasets/{name}/versions/{version}",
+    response_model=S.VersionOut,
+    responses={
+        200: {
+            "links": {
+                "DiffToLatest": diff_link(
+                    "What changed from this version to the dataset's latest.",
+                    base="{$response.body#/dataset}:v{$response.body#/version}",
+                    target="$response.body#/dataset",
+                )
+            }
+        }
+    },
+)
 def get_version(name: Name, version: VersionNumber, service: ServiceDep, _: Reader) -> Any:
     return service.get_version(name, version)
 
@@ -57,7 +77,7 @@ def releases_containing_version(name: Name, version: VersionNumber, service: Ser
     return service.source_releases(dataset=name, version=version)
 
 
-@router.get("/diff", response_model=S.Diff)
+@router.get("/diff", response_model=S.Diff, operation_id=DIFF)
 def diff(
     service: ServiceDep,
     _: Reader,

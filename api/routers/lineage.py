@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from api.deps import Reader, ServiceDep, Writer
+from api.deps import CallerFirstRoute, Reader, ServiceDep, Writer
 from lineage.openlineage import NODE_ID_PATTERN, RunEvent
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["lineage"])
+router = APIRouter(tags=["lineage"], route_class=CallerFirstRoute)
 
 
 @router.post("/lineage", response_model=S.EventAccepted, status_code=201)

@@ -6,11 +6,22 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query, Response
 
-from api.deps import Reader, ServiceDep, Writer
-from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Name, Offset, Tag
+from api.deps import CallerFirstRoute, Reader, ServiceDep, Writer
+from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Name, Offset, Tag, diff_link
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["releases"])
+router = APIRouter(tags=["releases"], route_class=CallerFirstRoute)
+
+
+def _diff_to_latest(release: str) -> dict[str, Any]:
+    """Links of an answer holding a release at JSON pointer ``release``."""
+    return {
+        "DiffToLatest": diff_link(
+            "What changed from this release to its dataset's latest version.",
+            base=f"$response.body#{release}/ref",
+            target=f"$response.body#{release}/dataset",
+        )
+    }
 
 
 @router.get("/releases", response_model=S.Page[S.ReleaseOut])
@@ -29,7 +40,14 @@ def list_releases(
     "/releases",
     response_model=S.ReleaseResult,
     status_code=201,
-    responses={200: {"model": S.ReleaseResult, "description": "Same content already recorded: nothing changed"}},
+    responses={
+        201: {"links": _diff_to_latest("/release")},
+        200: {
+            "model": S.ReleaseResult,
+            "description": "Same content already recorded: nothing changed",
+            "links": _diff_to_latest("/release"),
+        },
+    },
 )
 def create_release(body: S.ReleaseCreate, service: ServiceDep, who: Writer, response: Response) -> S.ReleaseResult:
     """Publish a dataset version as NAME@TAG (or record a draft). Idempotent for the same content
@@ -40,7 +58,7 @@ def create_release(body: S.ReleaseCreate, service: ServiceDep, who: Writer, resp
     return result
 
 
-@router.get("/releases/{name}/{tag}", response_model=S.ReleaseOut)
+@router.get("/releases/{name}/{tag}", response_model=S.ReleaseOut, responses={200: {"links": _diff_to_latest("")}})
 def get_release(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> Any:
     return service.get_release(f"{name}@{tag}")
 

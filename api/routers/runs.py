@@ -6,11 +6,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 
-from api.deps import Reader, ServiceDep
+from api.deps import CallerFirstRoute, Reader, ServiceDep
 from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Offset
+from lineage.openlineage import RUN_ID_MAX_LENGTH
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=CallerFirstRoute)
 
 
 @router.get("/runs", response_model=S.Page[S.RunOut])
@@ -25,8 +26,17 @@ def list_runs(
     return service.list_runs(limit, offset, dataset=dataset, status=status)
 
 
+RunId = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=RUN_ID_MAX_LENGTH,
+        pattern=NO_NUL,
+        description="A run's id, as in its OpenLineage events (ours are UUIDs; any other is not found).",
+    ),
+]
+
+
 @router.get("/runs/{run_id}", response_model=S.RunOut)
-def get_run(
-    run_id: Annotated[str, Path(min_length=1, max_length=36, pattern=NO_NUL)], service: ServiceDep, _: Reader
-) -> Any:
+def get_run(run_id: RunId, service: ServiceDep, _: Reader) -> Any:
     return service.get_run(run_id)

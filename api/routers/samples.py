@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import Reader, ServiceDep
+from api.deps import CallerFirstRoute, Reader, ServiceDep
 from api.routers.common import NAME_PATTERN, SampleId
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["samples"])
+router = APIRouter(tags=["samples"], route_class=CallerFirstRoute)
 
 ReleaseRef = Annotated[str, Query(pattern=rf"{NAME_PATTERN[:-1]}@{NAME_PATTERN[1:]}", description="NAME@TAG")]
 

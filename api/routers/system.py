@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from api.deps import ServiceDep
+from api.deps import CallerFirstRoute, ServiceDep, single_user
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["system"])
+router = APIRouter(tags=["system"], route_class=CallerFirstRoute)
 
 
 @router.get("/health", response_model=S.Health)
-def health(service: ServiceDep) -> S.Health:
-    return service.health()
+def health(request: Request, service: ServiceDep) -> S.Health:
+    return service.health(auth_required=not single_user(request, service))

@@ -6,10 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
-from api.deps import Admin, ServiceDep
+from api.deps import Admin, CallerFirstRoute, ServiceDep
 from lineage.service import schemas as S
 
-router = APIRouter(tags=["tokens"])
+router = APIRouter(tags=["tokens"], route_class=CallerFirstRoute)
 
 
 @router.post("/tokens", response_model=S.TokenCreated, status_code=201)

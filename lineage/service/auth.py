@@ -1,5 +1,9 @@
 """Bearer tokens with roles. Only a SHA-256 of each token is stored: tokens are 256-bit random
 strings, so a fast hash is enough (nothing to brute-force), and lookups stay one indexed query.
+
+A verified token is trusted for ``api_token_cache_seconds`` (at most 1 s) before the catalog is asked
+again, so a revocation made by another process (the CLI, another server) applies within that time;
+a revocation made through this store empties the cache, so it applies here at once.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from lineage.service.errors import Forbidden, NotFound, Unauthorized
 
 ROLES = {"reader": 1, "writer": 2, "admin": 3}
 TOKEN_PREFIX = "llt_"
-_CACHE_SECONDS = 5.0  # how long a verified token is trusted without asking the database again
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,12 @@ def hash_token(token: str) -> str:
 
 
 class TokenStore:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, cache_seconds: float) -> None:
         self.catalog = catalog
+        self.cache_seconds = cache_seconds
         self._seen_any = False  # once a token exists, auth stays on (revoking all does not turn it off)
         self._verified: dict[str, tuple[float, Principal]] = {}
+        self._revocations = 0  # a lookup that overlapped a revocation here is not cached
         self._lock = threading.Lock()
 
     def create(self, name: str, role: str, *, created_by: str = "local") -> Any:
@@ -72,6 +77,7 @@ class TokenStore:
                 row.revoked_at = utcnow()
             out = S.TokenOut.model_validate(row)
         with self._lock:
+            self._revocations += 1
             self._verified.clear()
         return out
 
@@ -87,6 +93,7 @@ class TokenStore:
         cached = self._verified.get(digest)
         if cached is not None and cached[0] > now:
             return cached[1]
+        revocations = self._revocations
         with self.catalog.session() as s:
             row = s.scalars(select(ApiToken).where(ApiToken.token_hash == digest)).first()
             if row is None:
@@ -97,5 +104,6 @@ class TokenStore:
         with self._lock:
             if len(self._verified) > 10_000:
                 self._verified.clear()
-            self._verified[digest] = (now + _CACHE_SECONDS, principal)
+            if revocations == self._revocations:
+                self._verified[digest] = (now + self.cache_seconds, principal)
         return principal

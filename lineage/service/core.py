@@ -45,7 +45,7 @@ class Service:
         self.duck = Duck(self.settings, threads=2)  # scans over whole versions (diffs, source counts)
         self.lookups = Duck(self.settings, threads=1)  # point lookups
         self.graph_cache = openlineage.GraphCache()
-        self.tokens = auth.TokenStore(self.catalog)
+        self.tokens = auth.TokenStore(self.catalog, self.settings.api_token_cache_seconds)
 
     def close(self) -> None:
         self.catalog.dispose()
@@ -390,12 +390,11 @@ class Service:
     def revoke_token(self, token_id: int) -> Any:
         return self.tokens.revoke(token_id)
 
-    def health(self) -> S.Health:
+    def health(self, *, auth_required: bool) -> S.Health:
+        """``auth_required`` is the caller's: over HTTP it depends on the peer address (``api.deps``)."""
         from lineage.version import code_version
 
-        return S.Health(
-            status="ok", version=code_version(), database=self.catalog.dialect, auth_required=self.tokens.any_exist()
-        )
+        return S.Health(status="ok", version=code_version(), database=self.catalog.dialect, auth_required=auth_required)
 
 
 def _columns(obj: Any) -> dict[str, Any]:

@@ -8,23 +8,19 @@ from __future__ import annotations
 import re
 import typing
 import warnings
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import sqlalchemy as sa
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
+from lineage import usage
 from lineage.catalog import models
 
 T = TypeVar("T")
 
 
-def _aware(value: datetime) -> datetime:
-    """SQLite drops the zone of stored times; every time in the catalog is UTC."""
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-UtcDatetime = Annotated[datetime, AfterValidator(_aware)]
+UtcDatetime = Annotated[datetime, AfterValidator(models.as_utc)]
 
 
 def _python_type(annotation: Any) -> Any:
@@ -170,13 +166,19 @@ class TokenCreate(BaseModel):
 
 
 class ReadCreate(BaseModel):
-    """One rank of a training job opened a release (``rank`` < ``world_size``)."""
+    """One rank of a training job opened a release. Across fields, ``rank`` < ``world_size`` (listed in
+    ``x-constraints``, as JSON Schema has no keyword for it); a body that breaks it is refused with 422."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"x-constraints": ["rank < world_size"]})
     job: Text = Field(min_length=1, max_length=300, description="The training job (e.g. its run name).")
-    world_size: int = Field(ge=1, le=2**31 - 1)
-    rank: int = Field(ge=0, le=2**31 - 1)
+    world_size: int = Field(ge=1, le=2**31 - 1, description="How many ranks the job has.")
+    rank: int = Field(ge=0, le=2**31 - 1, description="This rank: 0 .. world_size - 1 (less than world_size).")
     host: Text = Field(default="", max_length=200, description="The host the rank runs on.")
+
+    @model_validator(mode="after")
+    def _rank_below_world_size(self) -> ReadCreate:
+        usage.check_rank(self.rank, self.world_size)
+        return self
 
 
 class ReleaseResult(BaseModel):
@@ -337,7 +339,10 @@ class Health(BaseModel):
     status: str
     version: str
     database: str
-    auth_required: bool
+    auth_required: bool = Field(
+        description="Whether this caller must send a token: false only in single-user mode (the setting on, "
+        "a loopback peer, no token created yet)."
+    )
 
 
 _NODE_ID = re.compile(r"^(dataset|job):(.+)$")

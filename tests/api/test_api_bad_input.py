@@ -59,6 +59,38 @@ def test_bad_input_is_refused_with_a_message(server: ServerThread, world: World)
             assert response.json()["detail"], (method, path)
 
 
+def test_a_method_a_path_does_not_take_is_405_listing_every_method_it_takes(server: ServerThread) -> None:
+    """RFC 9110: the Allow header lists the methods of the resource, not of the first route that matched."""
+    with httpx.Client(base_url=server.url) as http:
+        for path, allow in [
+            ("/api/v1/datasets/clean", "GET, PATCH, OPTIONS"),
+            ("/api/v1/releases", "GET, POST, OPTIONS"),
+            ("/api/v1/releases/clean/v1/reads", "GET, POST, OPTIONS"),
+            ("/api/v1/lineage", "GET, POST, OPTIONS"),
+            ("/api/v1/tokens", "GET, POST, OPTIONS"),
+            ("/api/v1/tokens/1", "DELETE, OPTIONS"),
+        ]:
+            options = http.options(path)
+            assert (options.status_code, options.headers["allow"], options.content) == (204, allow, b""), path
+            for method in ("PUT", "HEAD"):
+                refused = http.request(method, path)
+                assert (refused.status_code, refused.headers["allow"]) == (405, allow), (method, path)
+        assert http.options("/api/v1/nowhere").status_code == 404
+
+
+def test_rank_below_world_size_is_in_the_document_and_enforced(server: ServerThread) -> None:
+    """JSON Schema cannot compare two fields: the document lists the rule in x-constraints, and a body
+    that breaks it is a 422 that says why."""
+    with httpx.Client(base_url=server.url) as http:
+        schema = http.get("/openapi.json").json()["components"]["schemas"]["ReadCreate"]
+        assert schema["x-constraints"] == ["rank < world_size"]
+        assert "less than world_size" in schema["properties"]["rank"]["description"]
+        for rank, world_size in [(2, 2), (5, 1)]:
+            body = {"job": "train", "rank": rank, "world_size": world_size}
+            refused = http.post("/api/v1/releases/clean/v1/reads", json=body)
+            assert refused.status_code == 422 and "rank must be in [0, world_size)" in refused.text
+
+
 @pytest.mark.timeout(120)
 def test_lineage_serve_starts_uvicorn_on_loopback(tmp_path: Path) -> None:
     port = free_port()
