@@ -1,4 +1,4 @@
-"""Every refusal is a 4xx JSON answer ``{"detail": "..."}``; only bugs are 5xx.
+"""Every refusal is a 4xx JSON answer ``{"detail": "...", "code": "..."}``; only bugs are 5xx.
 
 A method a path does not take is a 405 whose ``Allow`` lists every method the path takes (Starlette
 names only those of the first route that matched the path); ``OPTIONS`` is answered with that list.
@@ -15,13 +15,14 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
-from lineage.service.errors import message_for, status_for
+from lineage.service.errors import classify, message_for
 
 log = logging.getLogger(__name__)
 
 
 class ErrorOut(BaseModel):
     detail: str
+    code: str | None = None  # stable and machine-readable, e.g. "release_conflict" (see lineage.service.errors)
 
 
 ERROR_RESPONSES: dict[int | str, dict] = {
@@ -34,12 +35,13 @@ ERROR_RESPONSES: dict[int | str, dict] = {
 
 
 def _answer(request: Request, exc: Exception) -> JSONResponse:
-    status = status_for(exc)
-    if status is None:
+    known = classify(exc)
+    if known is None:
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return JSONResponse({"detail": "internal error (logged on the server)"}, status_code=500)
+        return JSONResponse({"detail": "internal error (logged on the server)", "code": "internal"}, status_code=500)
+    status, code = known
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse({"detail": message_for(exc)}, status_code=status, headers=headers)
+    return JSONResponse({"detail": message_for(exc), "code": code}, status_code=status, headers=headers)
 
 
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")

@@ -4,51 +4,61 @@ from __future__ import annotations
 
 
 class ServiceError(Exception):
-    """Base class. ``status`` is the HTTP status the API answers with."""
+    """Base class. ``status`` is the HTTP status the API answers with, ``code`` the stable,
+    machine-readable name every HTTP error body carries beside its message."""
 
     status = 400
+    code = "bad_request"
 
 
 class BadRequest(ServiceError, ValueError):
-    status = 400
+    status, code = 400, "bad_request"
 
 
 class Unauthorized(ServiceError):
-    status = 401
+    status, code = 401, "unauthorized"
 
 
 class Forbidden(ServiceError, PermissionError):
-    status = 403
+    status, code = 403, "forbidden"
 
 
 class NotFound(ServiceError, LookupError):
-    status = 404
+    status, code = 404, "not_found"
 
 
 class Conflict(ServiceError):
-    status = 409
+    status, code = 409, "conflict"
 
 
-def status_for(exc: BaseException) -> int | None:
-    """The HTTP status for an error the service layer (or code it calls) raises; None = a bug (500)."""
+def classify(exc: BaseException) -> tuple[int, str] | None:
+    """(HTTP status, error code) for an error the service layer (or code it calls) raises; None = a bug (500)."""
     from pydantic import ValidationError
     from sqlalchemy.exc import DataError, IntegrityError
 
     from lineage.releases import ReleaseConflict, ReleaseError, ReleaseNotFound
 
     if isinstance(exc, ServiceError):
-        return exc.status
+        return exc.status, exc.code
     if isinstance(exc, DataError):  # the database refused a value (e.g. a NUL character on PostgreSQL)
-        return 400
+        return 400, "invalid_value"
     if isinstance(exc, IntegrityError) and _unique_violation(exc):  # a concurrent write got there first
-        return 409
+        return 409, "concurrent_change"
     if isinstance(exc, ReleaseConflict):
-        return 409
-    if isinstance(exc, ReleaseNotFound | KeyError):
-        return 404
+        return 409, "release_conflict"
+    if isinstance(exc, ReleaseNotFound):
+        return 404, "release_not_found"
+    if isinstance(exc, KeyError):
+        return 404, "not_found"
     if isinstance(exc, ReleaseError | ValidationError | ValueError):
-        return 400
+        return 400, "bad_request"
     return None
+
+
+def status_for(exc: BaseException) -> int | None:
+    """The HTTP status of :func:`classify`; None = a bug (500)."""
+    known = classify(exc)
+    return known[0] if known else None
 
 
 def message_for(exc: BaseException) -> str:

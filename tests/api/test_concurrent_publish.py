@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from lineage.catalog import Catalog, Dataset, Release, Replica
 from lineage.releases import ReleaseConflict, publish
 from lineage.service.core import Service
-from lineage.service.errors import message_for, status_for
+from lineage.service.errors import classify, message_for, status_for
 from lineage.settings import Settings
 from pipelines.runner import Runner
 from tests.api.conftest import BACKENDS, ServerThread, build_corpus, make_settings, spec
@@ -167,6 +167,7 @@ def test_http_publishers(two_versions: Settings, versions: list[int]) -> None:
             assert answer.json()["changed"] is (answer.status_code == 201)
         else:
             assert answer.status_code == 409, answer.text
+            assert answer.json()["code"] == "release_conflict"
             assert "already published with different content" in answer.json()["detail"]
     assert statuses.count(201) == 1 and statuses.count(200) == versions.count(winner) - 1
 
@@ -183,7 +184,7 @@ def test_a_unique_violation_is_a_clean_409(backend: str, request: pytest.Fixture
             s.add(Dataset(name="taken", tier="local"))
         with pytest.raises(IntegrityError) as unique, catalog.session() as s:
             s.add(Dataset(name="taken", tier="local", description=secret))
-        assert status_for(unique.value) == 409
+        assert classify(unique.value) == (409, "concurrent_change")
         message = message_for(unique.value)
         assert message.startswith("conflicts with a concurrent change to the catalog: ")
         assert secret not in message and "INSERT" not in message and "\n" not in message
