@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --tests
 .venv/bin/ruff check .
+.venv/bin/lint-imports
 export PYTHONUNBUFFERED=1
 exec .venv/bin/python -m pytest -q "$@"
