@@ -10,7 +10,7 @@ manifests (see :mod:`pipelines.engines.tasks`):
 2. per group step: shuffle the operator's ``columns`` by ``key`` so each task holds complete key
    groups, decide; per cluster step (MinHash): sketch, bucket stars, distributed connected
    components, then the operator's clustering per partition of complete components (see
-   :mod:`pipelines.engines.cluster`); then anti-join the dropped row keys out of the samples and
+   :mod:`pipelines.engines.dedupe_cluster`); then anti-join the dropped row keys out of the samples and
    run the next fused maps;
 3. final writes: data sorted by ``sample_id`` and lineage by ``(sample_id, step)``, globally
    (range partitions, sorted within), each task writing its range into the run's subfolder;
@@ -38,7 +38,7 @@ from lineage.settings import Settings
 from operators.base import ClusterOperator, GroupOperator
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
-from pipelines.engines.cluster import TEXT_SCHEMA, Buckets, ClusterGroups, Sketch, WriteRows, bucket_column
+from pipelines.engines.dedupe_cluster import TEXT_SCHEMA, Buckets, ClusterGroups, Sketch, WriteRows, bucket_column
 from pipelines.engines.tasks import (
     Collected,
     FileItem,

@@ -2,7 +2,7 @@
 
 The global step never runs on one machine. The engines (1) map every sample to the operator's
 sketch, (2) explode each sketch's bucket keys and link the samples of every bucket as a star,
-(3) find connected components of those candidate edges (see :mod:`pipelines.components`) and
+(3) find connected components of those candidate edges (see :mod:`pipelines.engines.connected_components`) and
 (4) call the operator's own ``cluster`` once per partition holding *complete* candidate
 components. Two samples sharing a bucket are always in one candidate component, so every bucket,
 edge and cluster the operator sees is the same as in a single in-process call: the decisions are
@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings
 from operators.base import ClusterOperator
-from pipelines import components
+from pipelines.engines import connected_components as components
 from pipelines.engines.tasks import MANIFEST_SCHEMA, Manifest, Table, _batches
 from pipelines.stages import ROW_KEY_FIELD, ROW_KEYS_SCHEMA, Step, decide_clusters, sketch, staged
 
