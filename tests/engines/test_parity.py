@@ -124,6 +124,29 @@ def test_minhash_dedupe_agrees_on_every_engine(tmp_path: Path, settings: Setting
 
 
 @pytest.mark.usefixtures("spark", "ray_runtime")
+def test_a_catalog_dataset_input_agrees_on_every_engine(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
+    """An input that is a dataset version in the catalog is read file by file (one work item per
+    Parquet file of its Delta version) and gives the same release on every engine."""
+    raw = engine_corpus.build(tmp_path / "raw")
+    settings.group_partition_rows, settings.parquet_file_rows, settings.parquet_row_group_rows = 40, 50, 20
+    runner = Runner(settings, catalog)
+    staged = runner.run(_spec(raw, "staged", [{"name": "exact_dedupe"}]))
+    assert len(_tables(catalog, settings, staged)["data_files"]) > 1, "the input version must span several files"
+    chain = {
+        "name": "chain",
+        "inputs": [{"dataset": "staged", "version": staged.version}],
+        "operators": [{"name": "quality", "params": {"min_words": 20, "min_cjk_chars": 30}}],
+    }
+    outcomes = {
+        e: runner.run(PipelineSpec.model_validate({**chain, "output": {"dataset": f"chain-{e}"}}), engine=e)
+        for e in ENGINES
+    }
+    (step,) = outcomes["local"].counts["steps"]
+    assert step["in"] == staged.row_count and 0 < step["dropped"] < step["in"]
+    _assert_same_release(outcomes, {e: _tables(catalog, settings, o) for e, o in outcomes.items()})
+
+
+@pytest.mark.usefixtures("spark", "ray_runtime")
 @pytest.mark.parametrize("engine", ENGINES)
 def test_failed_job_commits_nothing(engine: str, tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
     registry.register("explode", "tests.support.failing_operators:Explode")
