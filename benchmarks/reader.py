@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import WORK, edited_copies, read_corpus
+from common import REPO, WORK, edited_copies, read_corpus
 
 COLUMNS = ["sample_id", "text"]
 PASSES = ("cold", "warm")
@@ -275,7 +275,8 @@ def main() -> None:
 def run_ceph(home: Path, ref: str, total_bytes: int, rounds: int, ranks: list[int]) -> list[dict]:
     import tempfile
 
-    from storage.testing.ceph_cluster import CephCluster
+    sys.path.insert(0, str(REPO))  # the test Ceph cluster lives in tests/support, which is not installed
+    from tests.support.ceph_cluster import CephCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-ceph-"))
     cluster = CephCluster(workdir, memstore_bytes=max(1 << 30, 2 * total_bytes))  # the OSD keeps objects in RAM

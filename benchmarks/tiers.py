@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pyarrow.fs as pafs
-from common import WORK
+from common import REPO, WORK
 
 from lineage.settings import TierConfig
 from storage.checksum import file_digest
@@ -123,7 +123,8 @@ def main() -> None:
 
 
 def ceph(src: Tier, specs: list[FileSpec], args: argparse.Namespace) -> dict:
-    from storage.testing.ceph_cluster import CephCluster
+    sys.path.insert(0, str(REPO))  # the test Ceph cluster lives in tests/support, which is not installed
+    from tests.support.ceph_cluster import CephCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-ceph-"))
     cluster = CephCluster(workdir, memstore_bytes=6 << 30)  # deleted copies linger until RGW garbage-collects

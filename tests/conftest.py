@@ -13,7 +13,7 @@ from lineage.catalog import Catalog
 from lineage.settings import Settings, get_settings
 
 # Session-wide real services, available to every test by fixture name.
-pytest_plugins = ["tests.fixtures_ceph", "tests.fixtures_postgres"]
+pytest_plugins = ["tests.support.fixtures_ceph", "tests.support.fixtures_postgres"]
 
 
 @pytest.fixture

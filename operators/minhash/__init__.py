@@ -13,7 +13,6 @@ stages: ``signature_batch`` (map), ``star_edges`` per (band, bucket) group,
 ``connected_components`` over the edges, then ``decide`` per group of complete components.
 """
 
-from operators.minhash.components import connected_components
 from operators.minhash.dedupe import cluster_labels, dedupe, dedupe_incremental, published_candidates
 from operators.minhash.lsh import band_hashes, band_layout, candidate_edges, optimal_bands, star_edges
 from operators.minhash.operator import MinHashDedupe, MinHashDedupeParams
@@ -28,6 +27,7 @@ from operators.minhash.store import (
     sketch_id,
 )
 from operators.minhash.survivors import DECISION_SCHEMA, decide, lineage_records
+from operators.minhash.union_find import connected_components
 from operators.minhash.verify import estimated_jaccard, exact_jaccard, sorted_sets
 
 __all__ = [

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from operators.minhash.components import connected_components
 from operators.minhash.lsh import candidate_edges
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
 from operators.minhash.store import load_signatures
 from operators.minhash.survivors import decide
+from operators.minhash.union_find import connected_components
 from operators.minhash.verify import estimated_jaccard, exact_jaccard, sorted_sets
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ The distributed shape of near-duplicate search is three steps, and each is a fun
 (a) map: :func:`band_hashes` turns signatures into one uint64 per (document, band);
 (b) group by (band, bucket hash): :func:`star_edges` turns one group's documents into edges
     ``doc -> smallest doc of the bucket`` (a star: k-1 edges per bucket, never k^2 pairs);
-(c) connected components over all edges (``components.py``).
+(c) connected components over all edges (``union_find.py``).
 
 :func:`candidate_edges` is the in-process (b) over all bands of a signature matrix.
 """

@@ -24,11 +24,14 @@ def _no_progress(_name: str, _n: int) -> None:
 
 @dataclass(frozen=True)
 class TableTarget:
-    """Where one output table's files go: ``<tier>/<table_path>/<prefix>/part-*.parquet``."""
+    """Where one table's files go: ``<tier>/<table_path>/<prefix>/part-*.parquet``.
+
+    Used for a job's outputs and for the distributed engines' staging tables alike.
+    """
 
     tier: Tier
-    table_path: str
-    prefix: str
+    table_path: str  # tier-relative table folder
+    prefix: str  # subfolder of the table holding this run's parts
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ manifests (see :mod:`pipelines.engines.tasks`):
 2. per group step: shuffle the operator's ``columns`` by ``key`` so each task holds complete key
    groups, decide; per cluster step (MinHash): sketch, bucket stars, distributed connected
    components, then the operator's clustering per partition of complete components (see
-   :mod:`pipelines.engines.cluster`); then anti-join the dropped row keys out of the samples and
+   :mod:`pipelines.engines.dedupe_cluster`); then anti-join the dropped row keys out of the samples and
    run the next fused maps;
 3. final writes: data sorted by ``sample_id`` and lineage by ``(sample_id, step)``, globally
    (range partitions, sorted within), each task writing its range into the run's subfolder;
@@ -38,7 +38,7 @@ from lineage.settings import Settings
 from operators.base import ClusterOperator, GroupOperator
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
-from pipelines.engines.cluster import TEXT_SCHEMA, Buckets, ClusterGroups, Sketch, WriteRows, bucket_column
+from pipelines.engines.dedupe_cluster import TEXT_SCHEMA, Buckets, ClusterGroups, Sketch, WriteRows, bucket_column
 from pipelines.engines.tasks import (
     Collected,
     FileItem,
@@ -46,7 +46,6 @@ from pipelines.engines.tasks import (
     Ingest,
     Maps,
     SourceItem,
-    Table,
     WriteSorted,
 )
 from pipelines.faults import checkpoint
@@ -140,18 +139,16 @@ class DistributedEngine(Engine):
     def _execute(self, job: Job, tier: Tier, staging: str) -> JobResult:
         s = self.settings
         segs = segments(job.operators)
-        lineage = Table(tier, f"{staging}/lineage", "parts")
-        samples = Table(tier, f"{staging}/samples-0", "parts")
-        ingested = Table(tier, f"{staging}/ingested", "parts")
-        quarantine = Table(job.quarantine.tier, job.quarantine.table_path, job.quarantine.prefix)
+        lineage = TableTarget(tier, f"{staging}/lineage", "parts")
+        samples = TableTarget(tier, f"{staging}/samples-0", "parts")
+        ingested = TableTarget(tier, f"{staging}/ingested", "parts")
 
         items: list[SourceItem | FileItem] = [
             SourceItem(i, row) for i, src in enumerate(job.sources) for row in range(src.chunks.num_rows)
         ]
         for ds in job.datasets:
-            table = Table(ds.tier, ds.table_path, "")
             files = version_files(ds.tier, ds.table_path, ds.delta_version)
-            items += [FileItem(table, f["path"], ds.position) for f in files]
+            items += [FileItem(ds, f["path"]) for f in files]
         ingest = Ingest(
             job.run_id,
             s,
@@ -160,14 +157,14 @@ class DistributedEngine(Engine):
             segs[0].maps,
             samples,
             lineage,
-            quarantine,
+            job.quarantine,
             ingested,
         )
         done = Collected.of(self.run_items(len(items), ingest) if items else [])
         check_unique_ids(tier, [tier.path(p) for p in done.paths(ingested)], s)
         stats: Counter[str] = done.stats
-        lineage_files, lineage_rows = done.paths(lineage), done.rows[lineage.path]
-        sample_files, rows = done.paths(samples), done.rows[samples.path]
+        lineage_files, lineage_rows = done.paths(lineage), done.rows[lineage.table_path]
+        sample_files, rows = done.paths(samples), done.rows[samples.table_path]
         job.progress("files", sum(src.chunks.num_rows for src in job.sources))
         job.progress("records", rows + sum(v for k, v in stats.items() if k.startswith("quarantine.")))
         log.info("%s: ingest wrote %d samples in %d files", self.name, rows, len(sample_files))
@@ -176,8 +173,8 @@ class DistributedEngine(Engine):
         for number, seg in enumerate(segs[1:], start=1):
             assert seg.group is not None
             op = seg.group.operator
-            dropped = Table(tier, f"{staging}/dropped-{number}", "parts")
-            survivors = Table(tier, f"{staging}/samples-{number}", "parts")
+            dropped = TableTarget(tier, f"{staging}/dropped-{number}", "parts")
+            survivors = TableTarget(tier, f"{staging}/samples-{number}", "parts")
             if not sample_files:
                 break
             parts = self._partitions(rows, s.group_partition_rows)
@@ -190,14 +187,14 @@ class DistributedEngine(Engine):
                 group = Group(job.run_id, s, seg.group, lineage, dropped)
                 decided = Collected.of(self.run_groups(tier, sample_files, key_schema, op.key, parts, group))
             lineage_files += decided.paths(lineage)
-            lineage_rows += decided.rows[lineage.path]
+            lineage_rows += decided.rows[lineage.table_path]
             job.progress(f"step{seg.group.index}.{op.name}", rows)
             maps = Maps(job.run_id, s, f"s{number}", seg.maps, survivors, lineage)
             gone = decided.paths(dropped)
             mapped = Collected.of(self.run_filtered(tier, sample_files, STAGED_SCHEMA, gone, False, parts, maps))
             lineage_files += mapped.paths(lineage)
-            lineage_rows += mapped.rows[lineage.path]
-            sample_files, rows = mapped.paths(survivors), mapped.rows[survivors.path]
+            lineage_rows += mapped.rows[lineage.table_path]
+            sample_files, rows = mapped.paths(survivors), mapped.rows[survivors.table_path]
             log.info("%s: step %d (%s) left %d samples", self.name, seg.group.index, op.name, rows)
 
         data = self._write_sorted(tier, sample_files, rows, SAMPLE_SCHEMA, SORT_KEYS_DATA, job.data)
@@ -209,7 +206,7 @@ class DistributedEngine(Engine):
         return JobResult(
             data_files=data,
             lineage_files=lineage_out,
-            quarantine_files=done.relative(quarantine),
+            quarantine_files=done.relative(job.quarantine),
             signature_files=signatures,
             stats=dict(stats),
         )
@@ -222,11 +219,11 @@ class DistributedEngine(Engine):
         assert isinstance(op, ClusterOperator)
         if job.published:
             raise ValueError(f"{op.name} against published releases runs on the local engine only")
-        sketches = Table(tier, f"{staging}/sketches-{number}", "parts")
+        sketches = TableTarget(tier, f"{staging}/sketches-{number}", "parts")
         sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.settings, step, sketches)))
         files = sketch_files.paths(sketches)
-        lineage = Table(tier, f"{staging}/lineage", "parts")
-        dropped = Table(tier, f"{staging}/dropped-{number}", "parts")
+        lineage = TableTarget(tier, f"{staging}/lineage", "parts")
+        dropped = TableTarget(tier, f"{staging}/dropped-{number}", "parts")
         task = ClusterGroups(job.run_id, self.settings, step, lineage, dropped)
         texts = samples if op.needs_texts else None
         decided = self.run_cluster(
@@ -247,7 +244,7 @@ class DistributedEngine(Engine):
         if job.signatures is None or sketched is None or not sketched[1] or not samples:
             return []
         op, sketch_files = sketched
-        kept = Table(tier, f"{staging}/signatures", "parts")
+        kept = TableTarget(tier, f"{staging}/signatures", "parts")
         task = WriteRows(self.settings, kept, op.sketch_schema, "kept")
         parts = self._partitions(rows, self.settings.group_partition_rows)
         written = self.run_filtered(tier, sketch_files, staged(op.sketch_schema), samples, True, parts, task)
@@ -260,10 +257,9 @@ class DistributedEngine(Engine):
         """Sort by the lookup key so row-group statistics make point lookups cheap."""
         if not paths:
             return []
-        out = Table(target.tier, target.table_path, target.prefix)
-        task = WriteSorted(self.settings, out, schema, keys)
+        task = WriteSorted(self.settings, target, schema, keys)
         parts = self._partitions(rows, self.settings.parquet_file_rows)
-        return Collected.of(self.run_sorted(tier, paths, schema, keys, parts, task)).relative(out)
+        return Collected.of(self.run_sorted(tier, paths, schema, keys, parts, task)).relative(target)
 
 
 def project_path() -> str:

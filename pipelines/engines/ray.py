@@ -4,7 +4,7 @@ Ingest (convert + the first map steps), sketches and the map steps after each gr
 step run through ``map_batches(batch_format="pyarrow")``. Shuffles (group steps, the anti-join
 that removes dropped samples by row key, range-partitioned sorted writes, the cluster step) are Ray tasks
 exchanging Arrow tables through the object store (:mod:`pipelines.engines.ray_shuffle`), and
-connected components run as Ray tasks too (:mod:`pipelines.engines.ray_components`).
+connected components run as Ray tasks too (:mod:`pipelines.engines.ray_connected_components`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import ray
 import ray.data
 
 from lineage.settings import Settings
-from pipelines import components
-from pipelines.engines.cluster import (
+from pipelines.engines import connected_components as components
+from pipelines.engines.dedupe_cluster import (
     COMPONENT,
     LABEL_SCHEMA,
     NODE_KEY,
@@ -31,7 +31,7 @@ from pipelines.engines.cluster import (
     with_node_key,
 )
 from pipelines.engines.distributed import DistributedEngine, project_path
-from pipelines.engines.ray_components import connected_components as components_on_ray
+from pipelines.engines.ray_connected_components import connected_components as components_on_ray
 from pipelines.engines.ray_shuffle import FileInput, boundaries, shuffle
 from pipelines.engines.tasks import MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
 from pipelines.stages import ROW_KEY, ROW_KEYS_SCHEMA

@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import ray
 from ray import ObjectRef
 
-from pipelines import components
 from pipelines.arrow_util import conform
+from pipelines.engines import connected_components as components
 from storage.tier import Tier
 
 Transform = Callable[[pa.Table], pa.Table]

@@ -19,8 +19,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 from lineage.settings import Settings
-from pipelines import components
-from pipelines.engines.cluster import (
+from pipelines.engines import connected_components as components
+from pipelines.engines.dedupe_cluster import (
     BUCKET_SCHEMA,
     COMPONENT,
     EDGE_SCHEMA,

@@ -26,6 +26,7 @@ from lineage.settings import Settings
 from operators.convert import ConvertOperator
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
+from pipelines.engines.base import DatasetInput, TableTarget
 from pipelines.integrity import INGESTED_SCHEMA
 from pipelines.parquet_out import PartWriter
 from pipelines.stages import (
@@ -54,15 +55,6 @@ ITEM_COLUMN = "id"  # what spark.range and ray.data.range call their column
 
 
 @dataclass(frozen=True)
-class Table:
-    """A table a task writes into: a folder on a tier, plus the subfolder for this run's parts."""
-
-    tier: Tier
-    path: str  # tier-relative table folder
-    prefix: str  # subfolder of the table holding this run's parts
-
-
-@dataclass(frozen=True)
 class SourceItem:
     """One work item of the ingest stage: a raw file (chunk row) of a source."""
 
@@ -74,9 +66,8 @@ class SourceItem:
 class FileItem:
     """One work item of the ingest stage: a Parquet file of an input Delta version."""
 
-    table: Table
-    file: str  # relative to the table folder
-    position: int  # of the input in the pipeline
+    dataset: DatasetInput
+    file: str  # relative to the dataset's table folder
 
 
 class Manifest:
@@ -88,14 +79,14 @@ class Manifest:
         self.rows: Counter[str] = Counter()
         self.stats: Counter[str] = Counter()
 
-    def write(self, table: Table, schema: pa.Schema, batch: pa.RecordBatch | pa.Table) -> None:
-        key = f"{table.path}/{table.prefix}"
+    def write(self, table: TableTarget, schema: pa.Schema, batch: pa.RecordBatch | pa.Table) -> None:
+        key = f"{table.table_path}/{table.prefix}"
         writer = self.writers.get(key)
         if writer is None:
             s = self.settings
             writer = self.writers[key] = PartWriter(
                 table.tier,
-                table.path,
+                table.table_path,
                 table.prefix,
                 schema,
                 file_rows=s.parquet_file_rows,
@@ -104,7 +95,7 @@ class Manifest:
                 part_label=self.label,
             )
         writer.write(batch)
-        self.rows[table.path] += batch.num_rows
+        self.rows[table.table_path] += batch.num_rows
 
     def close(self) -> pa.Table:
         rows: list[dict] = []
@@ -150,10 +141,10 @@ class Ingest:
     sources: tuple[tuple[pa.Table, ConvertOperator, int], ...]  # (chunk rows, convert, input position)
     items: tuple[SourceItem | FileItem, ...]
     maps: tuple[Step, ...]
-    samples: Table
-    lineage: Table
-    quarantine: Table
-    ingested: Table
+    samples: TableTarget
+    lineage: TableTarget
+    quarantine: TableTarget
+    ingested: TableTarget
 
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
         ids = _table(batch).column(ITEM_COLUMN).to_pylist()
@@ -165,7 +156,7 @@ class Ingest:
             if isinstance(item, SourceItem):
                 rows, batches = Ingested(i, self.sources[item.source][2]), self._read(item, out)
             else:
-                rows, batches = Ingested(i, item.position), self._read_file(item)
+                rows, batches = Ingested(i, item.dataset.position), self._read_file(item)
             for batch in batches:
                 samples, ingested = rows(batch)
                 out.write(self.ingested, INGESTED_SCHEMA, ingested)
@@ -188,8 +179,8 @@ class Ingest:
             yield res.samples
 
     def _read_file(self, item: FileItem) -> Iterator[pa.RecordBatch]:
-        tier = item.table.tier
-        with tier.filesystem.open_input_file(tier.path(item.table.path, item.file)) as fh:
+        tier = item.dataset.tier
+        with tier.filesystem.open_input_file(tier.path(item.dataset.table_path, item.file)) as fh:
             for batch in pq.ParquetFile(fh).iter_batches(batch_size=self.settings.batch_rows):
                 yield conform(batch, SAMPLE_SCHEMA)
 
@@ -217,8 +208,8 @@ class Group:
     run_id: str
     settings: Settings
     step: Step
-    lineage: Table
-    dropped: Table
+    lineage: TableTarget
+    dropped: TableTarget
 
     def __call__(self, batches: pa.Table | Iterable[pa.RecordBatch]) -> pa.Table:
         table = _table(batches)
@@ -241,8 +232,8 @@ class Maps:
     settings: Settings
     stage: str
     maps: tuple[Step, ...]
-    samples: Table
-    lineage: Table
+    samples: TableTarget
+    lineage: TableTarget
 
     def __call__(self, batches: pa.Table | Iterable[pa.RecordBatch]) -> pa.Table:
         out: Manifest | None = None
@@ -268,7 +259,7 @@ class WriteSorted:
     """
 
     settings: Settings
-    target: Table
+    target: TableTarget
     schema: pa.Schema
     keys: tuple[str, ...]
 
@@ -315,10 +306,10 @@ class Collected:
             names.sort()
         return cls(files, rows, stats)
 
-    def paths(self, table: Table) -> list[str]:
+    def paths(self, table: TableTarget) -> list[str]:
         """Tier-relative paths of the files written into ``table``."""
-        return [f"{table.path}/{f}" for f in self.files.get(table.path, [])]
+        return [f"{table.table_path}/{f}" for f in self.files.get(table.table_path, [])]
 
-    def relative(self, table: Table) -> list[str]:
+    def relative(self, table: TableTarget) -> list[str]:
         """Files written into ``table``, relative to the table folder (what a Delta commit names)."""
-        return list(self.files.get(table.path, []))
+        return list(self.files.get(table.table_path, []))

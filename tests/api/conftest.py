@@ -2,7 +2,7 @@
 module; a real uvicorn server on a free loopback port; clients over HTTP and in-process.
 
 Every test that takes ``world`` runs against SQLite and against a real PostgreSQL server
-(``tests/fixtures_postgres.py``).
+(``tests/support/fixtures_postgres.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from operators.schema import sample_id
 from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from tests.conftest import FAMILY, write_jsonl
-from tests.fixtures_postgres import PostgresServer, free_port
+from tests.support.fixtures_postgres import PostgresServer, free_port
 
 BACKENDS = ["sqlite", "postgresql"]
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.api.conftest import ServerThread, World
-from tests.fixtures_postgres import free_port
+from tests.support.fixtures_postgres import free_port
 
 BAD_REQUESTS = [
     ("GET", "/api/v1/datasets?limit=0", None),

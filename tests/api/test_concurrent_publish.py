@@ -2,7 +2,7 @@
 
 The unique constraint on (name, tag) picks the winner. Every loser re-reads it and answers as a
 publish after it would: the documented no-op for the same content, the conflict for other content.
-The race is forced (see ``tests/publish_race.py``): each publisher waits just before its insert until
+The race is forced (see ``tests/support/publish_race.py``): each publisher waits just before its insert until
 all have looked for the tag and found nothing, so every publisher but one loses it.
 """
 
@@ -27,7 +27,7 @@ from lineage.settings import Settings
 from pipelines.runner import Runner
 from tests.api.conftest import BACKENDS, ServerThread, build_corpus, make_settings, spec
 from tests.conftest import write_jsonl
-from tests.publish_race import insert_barrier
+from tests.support.publish_race import insert_barrier
 
 N = 4
 REF = "clean@race"
@@ -108,7 +108,7 @@ def test_cli_publishers_in_processes(two_versions: Settings, versions: list[int]
     env.pop("LINEAGE_CONFIG", None)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.publish_race", "release", "publish", REF, "--version", str(v)],
+            [sys.executable, "-m", "tests.support.publish_race", "release", "publish", REF, "--version", str(v)],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,

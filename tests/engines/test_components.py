@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from lineage.settings import Settings
-from tests.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
+from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
 
 
 def union_find(src: np.ndarray, dst: np.ndarray) -> dict[int, int]:

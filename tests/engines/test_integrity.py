@@ -15,8 +15,8 @@ from pipelines.engines import base as engines
 from pipelines.runner import RunError, Runner
 from pipelines.spec import PipelineSpec
 from storage.tier import get_tier
-from tests.engines import corpus
-from tests.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
+from tests.support import engine_corpus
+from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
 
 ENGINES = ("local", "spark", "ray")
 
@@ -60,9 +60,9 @@ def test_same_file_as_two_inputs_fails_before_dedupe_can_drop_both_copies(
 def test_a_run_whose_output_lost_samples_commits_nothing(
     engine: str, tmp_path: Path, settings: Settings, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(engines._ENGINES, f"lossy-{engine}", f"tests.engines.failing:Lossy{engine.title()}")
+    monkeypatch.setitem(engines._ENGINES, f"lossy-{engine}", f"tests.support.failing_operators:Lossy{engine.title()}")
     settings.group_partition_rows, settings.parquet_file_rows, settings.parquet_row_group_rows = 40, 50, 20
-    raw = corpus.build(tmp_path / "raw", docs=60)
+    raw = engine_corpus.build(tmp_path / "raw", docs=60)
     spec = PipelineSpec.model_validate(
         {
             "name": "lossy",

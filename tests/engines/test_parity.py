@@ -18,8 +18,8 @@ from pipelines.runner import Runner, RunOutcome
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier
-from tests.engines import corpus
-from tests.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
+from tests.support import engine_corpus
+from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
 
 ENGINES = ("local", "spark", "ray")
 
@@ -94,7 +94,7 @@ def _assert_same_release(outcomes: dict[str, RunOutcome], tables: dict[str, dict
 
 @pytest.mark.usefixtures("spark", "ray_runtime")
 def test_exact_dedupe_and_quality_agree_on_every_engine(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
-    raw = corpus.build(tmp_path / "raw")
+    raw = engine_corpus.build(tmp_path / "raw")
     operators = [{"name": "exact_dedupe"}, {"name": "quality", "params": {"min_words": 20, "min_cjk_chars": 30}}]
     outcomes, tables = _run_everywhere(raw, settings, catalog, operators, "clean")
     local = outcomes["local"]
@@ -110,7 +110,7 @@ def test_exact_dedupe_and_quality_agree_on_every_engine(tmp_path: Path, settings
 
 @pytest.mark.usefixtures("spark", "ray_runtime")
 def test_minhash_dedupe_agrees_on_every_engine(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
-    raw = corpus.build(tmp_path / "raw")
+    raw = engine_corpus.build(tmp_path / "raw")
     operators = [{"name": "exact_dedupe"}, {"name": "minhash_dedupe"}, {"name": "quality", "params": {"min_words": 5}}]
     outcomes, tables = _run_everywhere(raw, settings, catalog, operators, "near")
     steps = {s["operator"]: s for s in outcomes["local"].counts["steps"]}
@@ -124,10 +124,33 @@ def test_minhash_dedupe_agrees_on_every_engine(tmp_path: Path, settings: Setting
 
 
 @pytest.mark.usefixtures("spark", "ray_runtime")
+def test_a_catalog_dataset_input_agrees_on_every_engine(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
+    """An input that is a dataset version in the catalog is read file by file (one work item per
+    Parquet file of its Delta version) and gives the same release on every engine."""
+    raw = engine_corpus.build(tmp_path / "raw")
+    settings.group_partition_rows, settings.parquet_file_rows, settings.parquet_row_group_rows = 40, 50, 20
+    runner = Runner(settings, catalog)
+    staged = runner.run(_spec(raw, "staged", [{"name": "exact_dedupe"}]))
+    assert len(_tables(catalog, settings, staged)["data_files"]) > 1, "the input version must span several files"
+    chain = {
+        "name": "chain",
+        "inputs": [{"dataset": "staged", "version": staged.version}],
+        "operators": [{"name": "quality", "params": {"min_words": 20, "min_cjk_chars": 30}}],
+    }
+    outcomes = {
+        e: runner.run(PipelineSpec.model_validate({**chain, "output": {"dataset": f"chain-{e}"}}), engine=e)
+        for e in ENGINES
+    }
+    (step,) = outcomes["local"].counts["steps"]
+    assert step["in"] == staged.row_count and 0 < step["dropped"] < step["in"]
+    _assert_same_release(outcomes, {e: _tables(catalog, settings, o) for e, o in outcomes.items()})
+
+
+@pytest.mark.usefixtures("spark", "ray_runtime")
 @pytest.mark.parametrize("engine", ENGINES)
 def test_failed_job_commits_nothing(engine: str, tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
-    registry.register("explode", "tests.engines.failing:Explode")
-    raw = corpus.build(tmp_path / "raw", docs=20)
+    registry.register("explode", "tests.support.failing_operators:Explode")
+    raw = engine_corpus.build(tmp_path / "raw", docs=20)
     (raw / "c.jsonl").open("a").write('{"id": "boom", "text": "EXPLODE"}\n')
     spec = _spec(raw, "boom", [{"name": "exact_dedupe"}, {"name": "explode"}])
     with pytest.raises(Exception, match="explode: found the trigger text"):

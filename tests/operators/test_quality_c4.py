@@ -1,12 +1,12 @@
 import pyarrow as pa
 import pytest
-from quality_samples import make_batch, rules_of, run
 
 from lineage.records import LINEAGE_SCHEMA
 from operators.quality import C4Quality
 from operators.quality.c4 import sentence_counts
 from operators.quality.tokenize import tokenize
 from operators.schema import content_hash
+from tests.support.quality_samples import make_batch, rules_of, run
 
 GOOD = [
     "This is the first good sentence.",

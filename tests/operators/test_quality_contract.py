@@ -1,12 +1,12 @@
 """Every rule set honours the operator contract the pipeline runner relies on."""
 
 import pytest
-from quality_samples import make_batch
 
 from lineage.records import LINEAGE_SCHEMA
 from operators.base import MapOperator
 from operators.quality import OPERATORS, RULE_SETS, QualityOperator, quality_operator
 from operators.schema import SAMPLE_SCHEMA
+from tests.support.quality_samples import make_batch
 
 TEXTS = [
     "\n".join(f"This is the sentence number {i} and it has enough words to pass the filters." for i in range(12)),

@@ -2,10 +2,10 @@ import dataclasses
 
 import pyarrow as pa
 import pytest
-from quality_samples import make_batch, rules_of, run
 
 from operators.quality import RULE_SETS, DefaultParams, DefaultQuality, quality_operator
 from operators.schema import SAMPLE_SCHEMA
+from tests.support.quality_samples import make_batch, rules_of, run
 
 
 def sentence_words(n: int) -> str:

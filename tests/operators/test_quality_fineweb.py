@@ -1,7 +1,7 @@
 import pytest
-from quality_samples import rules_of, run
 
 from operators.quality import FineWebQuality
+from tests.support.quality_samples import rules_of, run
 
 
 def line(i: int, end: str = ".") -> str:

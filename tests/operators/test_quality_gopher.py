@@ -1,7 +1,7 @@
 import pytest
-from quality_samples import rules_of, run
 
 from operators.quality import GopherQuality, GopherRepetition, quality_operator
+from tests.support.quality_samples import rules_of, run
 
 
 def words(n: int, start: int = 0) -> list[str]:

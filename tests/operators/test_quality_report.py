@@ -1,10 +1,10 @@
 import pyarrow as pa
 import pytest
-from quality_samples import make_batch
 
 from lineage.records import lineage_batch
 from operators.quality import C4Quality, DefaultQuality, rule_counts, script_counts, script_distribution
 from operators.quality.report import RULE_COUNTS_SCHEMA
+from tests.support.quality_samples import make_batch
 
 GOOD = "\n".join(f"This is good sentence number {i} in the text." for i in range(6))
 

@@ -1,7 +1,7 @@
 import pytest
-from quality_samples import rules_of, run
 
 from operators.quality import ChineseQuality, DefaultQuality
+from tests.support.quality_samples import rules_of, run
 
 SENTENCES = [
     "数据质量决定了模型的上限。",

@@ -19,8 +19,8 @@ from lineage.replicas import copy_release, move_release, verify_release
 from lineage.settings import Settings
 from storage.tier import Tier, get_tier
 from tests.conftest import CORRUPTIONS, corrupted
-from tests.fixtures_ceph import CephS3
 from tests.replicas.conftest import replicas, sample_ids
+from tests.support.fixtures_ceph import CephS3
 
 
 def test_copy_is_verified_self_contained_and_readable(

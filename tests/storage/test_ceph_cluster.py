@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from storage.testing import ceph_cluster as cc
+from tests.support import ceph_cluster as cc
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -95,7 +95,7 @@ def test_fixture_fails_not_skips_without_ceph(tmp_path: Path) -> None:
     (tmp_path / "test_needs_ceph.py").write_text(
         textwrap.dedent(
             """
-            from tests.fixtures_ceph import ceph_s3  # noqa: F401
+            from tests.support.fixtures_ceph import ceph_s3  # noqa: F401
 
             def test_uses_ceph(ceph_s3):
                 pass

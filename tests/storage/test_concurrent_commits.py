@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from storage.testing.delta_writers import append_rows
 from storage.tier import Tier
+from tests.support.delta_writers import append_rows
 
 WRITERS = 6
 ROWS_PER_WRITER = 50

@@ -17,8 +17,8 @@ from deltalake import DeltaTable, write_deltalake
 from lineage.settings import TierConfig
 from storage.checksum import digest_stream
 from storage.hdfs import HdfsHandler, HdfsLocation, hdfs_filesystem, parse_hdfs_uri
-from storage.testing.fake_hdfs import FakeHdfsClient, real_client_over_fake
 from storage.tier import Tier
+from tests.support.fake_hdfs import FakeHdfsClient, real_client_over_fake
 
 
 @pytest.mark.parametrize(

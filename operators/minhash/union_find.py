@@ -1,4 +1,4 @@
-"""Connected components of an edge list, as int arrays (no Python object per edge)."""
+"""Union-find connected components of an edge list, as int arrays (no Python object per edge)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every publisher waits just before its ``INSERT INTO releases`` until all of them have got there,
 so each has already looked for the tag and found nothing. In one process: :func:`insert_barrier`.
-Across processes: ``python -m tests.publish_race ARGS`` is the ``lineage`` CLI with the same wait,
+Across processes: ``python -m tests.support.publish_race ARGS`` is the ``lineage`` CLI with the same wait,
 on a folder of marker files (``PUBLISH_BARRIER_DIR``, ``PUBLISH_BARRIER_PARTIES``).
 """
 

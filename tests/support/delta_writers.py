@@ -1,6 +1,6 @@
 """Process entry points for concurrent-writer tests (importable by ``spawn`` children).
 
-They live in a package, not in a test module, so a spawned child can import them whatever
+They live in tests/support, not in a test module, so a spawned child can import them whatever
 pytest's import mode is. deltalake must not be used after ``fork``: use the ``spawn`` context.
 """
 

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import ray
 from ray import ObjectRef
 
-from pipelines import components
+from pipelines.engines import connected_components as components
 
 log = logging.getLogger(__name__)
 

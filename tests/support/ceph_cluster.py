@@ -7,8 +7,8 @@ Everything (config, keyrings, mon store, OSD dir, admin sockets, logs, PIDs) liv
 directory. The state file ``cluster.json`` records PIDs and ports so ``stop DIR`` works from
 another process. Command line::
 
-    python -m storage.testing.ceph_cluster start DIR   # prints endpoint and keys as JSON
-    python -m storage.testing.ceph_cluster stop DIR
+    python -m tests.support.ceph_cluster start DIR   # prints endpoint and keys as JSON
+    python -m tests.support.ceph_cluster stop DIR
 """
 
 from __future__ import annotations

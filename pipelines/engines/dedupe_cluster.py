@@ -2,7 +2,7 @@
 
 The global step never runs on one machine. The engines (1) map every sample to the operator's
 sketch, (2) explode each sketch's bucket keys and link the samples of every bucket as a star,
-(3) find connected components of those candidate edges (see :mod:`pipelines.components`) and
+(3) find connected components of those candidate edges (see :mod:`pipelines.engines.connected_components`) and
 (4) call the operator's own ``cluster`` once per partition holding *complete* candidate
 components. Two samples sharing a bucket are always in one candidate component, so every bucket,
 edge and cluster the operator sees is the same as in a single in-process call: the decisions are
@@ -20,8 +20,9 @@ import pyarrow.compute as pc
 from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings
 from operators.base import ClusterOperator
-from pipelines import components
-from pipelines.engines.tasks import MANIFEST_SCHEMA, Manifest, Table, _batches
+from pipelines.engines import connected_components as components
+from pipelines.engines.base import TableTarget
+from pipelines.engines.tasks import MANIFEST_SCHEMA, Manifest, _batches
 from pipelines.stages import ROW_KEY_FIELD, ROW_KEYS_SCHEMA, Step, decide_clusters, sketch, staged
 
 COMPONENT = "component"
@@ -83,7 +84,7 @@ class Sketch:
 
     settings: Settings
     step: Step
-    sketches: Table
+    sketches: TableTarget
 
     def __call__(self, batches: pa.Table | pa.RecordBatch) -> pa.Table:
         op = self.step.operator
@@ -130,8 +131,8 @@ class ClusterGroups:
     run_id: str
     settings: Settings
     step: Step
-    lineage: Table
-    dropped: Table
+    lineage: TableTarget
+    dropped: TableTarget
 
     def __call__(self, batches: pa.Table | pa.RecordBatch) -> pa.Table:
         op = self.step.operator
@@ -153,7 +154,7 @@ class WriteRows:
     """Write rows as they come into a staging table (e.g. sketches of kept samples)."""
 
     settings: Settings
-    target: Table
+    target: TableTarget
     schema: pa.Schema
     stage: str
 

@@ -32,8 +32,8 @@ import pyarrow.fs as pafs
 import pytest
 
 from lineage.settings import TierConfig
-from storage.testing.ceph_cluster import CephCluster, CephStartError, CephUnavailableError
 from storage.tier import Tier
+from tests.support.ceph_cluster import CephCluster, CephStartError, CephUnavailableError
 
 log = logging.getLogger(__name__)
 
