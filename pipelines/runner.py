@@ -139,12 +139,12 @@ class Runner:
                 data=TableTarget(out_tier, tables.data, run_prefix(run_id)),
                 lineage=TableTarget(out_tier, tables.lineage, run_prefix(run_id)),
                 quarantine=TableTarget(out_tier, tables.quarantine, run_prefix(run_id)),
-                settings=self.settings,
+                config=self.settings.execution(),
                 progress=progress,
                 signatures=TableTarget(out_tier, tables.signatures, run_prefix(run_id)) if clusters else None,
                 published=published,
             )
-            eng = get_engine(engine_name, self.settings)
+            eng = get_engine(engine_name, job.config)
             try:
                 result = eng.execute(job)
             finally:

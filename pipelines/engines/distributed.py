@@ -34,9 +34,9 @@ import pyarrow as pa
 
 import pipelines
 from lineage.records import LINEAGE_SCHEMA
-from lineage.settings import Settings
 from operators.base import ClusterOperator, GroupOperator
 from operators.schema import SAMPLE_SCHEMA
+from pipelines.config import ExecutionConfig
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
 from pipelines.engines.cluster import TEXT_SCHEMA, Buckets, ClusterGroups, Sketch, WriteRows, bucket_column
 from pipelines.engines.tasks import (
@@ -64,8 +64,8 @@ SORT_KEYS_LINEAGE = ("sample_id", "step")
 class DistributedEngine(Engine):
     """Runs the stage plan; subclasses provide the four data-movement primitives."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, config: ExecutionConfig) -> None:
+        self.config = config
 
     # -- primitives an engine implements --------------------------------------------------------
     @abstractmethod
@@ -138,7 +138,7 @@ class DistributedEngine(Engine):
         return max(1, min(self.parallelism(), math.ceil(rows / 1000)), math.ceil(rows / per_partition))
 
     def _execute(self, job: Job, tier: Tier, staging: str) -> JobResult:
-        s = self.settings
+        s = self.config
         segs = segments(job.operators)
         lineage = Table(tier, f"{staging}/lineage", "parts")
         samples = Table(tier, f"{staging}/samples-0", "parts")
@@ -223,11 +223,11 @@ class DistributedEngine(Engine):
         if job.published:
             raise ValueError(f"{op.name} against published releases runs on the local engine only")
         sketches = Table(tier, f"{staging}/sketches-{number}", "parts")
-        sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.settings, step, sketches)))
+        sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.config, step, sketches)))
         files = sketch_files.paths(sketches)
         lineage = Table(tier, f"{staging}/lineage", "parts")
         dropped = Table(tier, f"{staging}/dropped-{number}", "parts")
-        task = ClusterGroups(job.run_id, self.settings, step, lineage, dropped)
+        task = ClusterGroups(job.run_id, self.config, step, lineage, dropped)
         texts = samples if op.needs_texts else None
         decided = self.run_cluster(
             tier, files, staged(op.sketch_schema), texts, parts, Buckets(bucket_column(op)), task
@@ -248,8 +248,8 @@ class DistributedEngine(Engine):
             return []
         op, sketch_files = sketched
         kept = Table(tier, f"{staging}/signatures", "parts")
-        task = WriteRows(self.settings, kept, op.sketch_schema, "kept")
-        parts = self._partitions(rows, self.settings.group_partition_rows)
+        task = WriteRows(self.config, kept, op.sketch_schema, "kept")
+        parts = self._partitions(rows, self.config.group_partition_rows)
         written = self.run_filtered(tier, sketch_files, staged(op.sketch_schema), samples, True, parts, task)
         files = Collected.of(written).paths(kept)
         return self._write_sorted(tier, files, rows, op.sketch_schema, SORT_KEYS_DATA, job.signatures)
@@ -261,8 +261,8 @@ class DistributedEngine(Engine):
         if not paths:
             return []
         out = Table(target.tier, target.table_path, target.prefix)
-        task = WriteSorted(self.settings, out, schema, keys)
-        parts = self._partitions(rows, self.settings.parquet_file_rows)
+        task = WriteSorted(self.config, out, schema, keys)
+        parts = self._partitions(rows, self.config.parquet_file_rows)
         return Collected.of(self.run_sorted(tier, paths, schema, keys, parts, task)).relative(out)
 
 
