@@ -23,12 +23,12 @@ from sqlalchemy import func, select
 
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Run
 from lineage.catalog.models import utcnow
-from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
 from operators import registry
 from operators.base import ClusterOperator
 from operators.convert import ConvertOperator, SourceSpec, plan_chunks
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.engines import DatasetInput, Job, JobResult, PublishedRelease, SourceInput, TableTarget, get_engine
 from pipelines.engines.base import ProgressFn, _no_progress

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from lineage.records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
 from operators.base import OperatorOutput, Params, SourceOperator
 from operators.convert.readers import READERS, RawRecord, ReadOptions
+from operators.lineage_records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
 from operators.schema import (
     QUARANTINE_SCHEMA,
     SAMPLE_SCHEMA,

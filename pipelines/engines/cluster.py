@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lineage.records import LINEAGE_SCHEMA
 from operators.base import ClusterOperator
+from operators.lineage_records import LINEAGE_SCHEMA
 from pipelines import components
 from pipelines.config import ExecutionConfig
 from pipelines.engines.tasks import MANIFEST_SCHEMA, Manifest, Table, _batches

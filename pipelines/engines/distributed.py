@@ -33,8 +33,8 @@ from pathlib import Path
 import pyarrow as pa
 
 import pipelines
-from lineage.records import LINEAGE_SCHEMA
 from operators.base import ClusterOperator, GroupOperator
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.config import ExecutionConfig
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget

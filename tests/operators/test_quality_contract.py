@@ -3,8 +3,8 @@
 import pytest
 from quality_samples import make_batch
 
-from lineage.records import LINEAGE_SCHEMA
 from operators.base import MapOperator
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.quality import OPERATORS, RULE_SETS, QualityOperator, quality_operator
 from operators.schema import SAMPLE_SCHEMA
 
