@@ -39,8 +39,8 @@ from common import REPO, WORK  # noqa: E402
 
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Run  # noqa: E402
 from lineage.catalog.models import utcnow  # noqa: E402
-from lineage.records import DETAIL, DUPLICATE_DETAIL, LINEAGE_SCHEMA, SOURCE_DETAIL  # noqa: E402
 from lineage.settings import Settings  # noqa: E402
+from operators.lineage_records import DETAIL, DUPLICATE_DETAIL, LINEAGE_SCHEMA, SOURCE_DETAIL  # noqa: E402
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA  # noqa: E402
 from pipelines.parquet_out import PartWriter  # noqa: E402
 from storage.delta import commit_snapshot, describe_file  # noqa: E402

@@ -77,7 +77,7 @@ def run_one(engine: str, folder: Path, home: Path, cpus: int) -> dict:
     settings.engine.ray_num_cpus = cpus
     settings.duckdb_memory_limit = "4GB"  # the local engine's signature join needs more than the default at 1M docs
     start = time.perf_counter()
-    engine_obj = get_engine(engine, settings)  # starts the session/runtime; the run reuses it
+    engine_obj = get_engine(engine, settings.execution())  # starts the session/runtime; the run reuses it
     startup = time.perf_counter() - start
     spec = PipelineSpec.model_validate(
         {

@@ -25,7 +25,6 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, Release, Replica, ReplicaFile
 from lineage.catalog.models import utcnow
-from lineage.reader.files import VerifiedMarkers
 from lineage.releases import LIVE_STATES, get_release
 from lineage.settings import Settings
 from lineage.transfer_jobs import CopyEngine, copy_on_engine
@@ -34,6 +33,7 @@ from pipelines.faults import checkpoint
 from storage.delta import commit_snapshot, describe_file
 from storage.tier import get_tier
 from storage.transfer import FileSpec, TransferError, copy_verified, verify_files
+from storage.verified import VerifiedMarkers
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +237,7 @@ def move_release(catalog: Catalog, settings: Settings, ref: str, to_tier: str, *
 def verify_release(catalog: Catalog, settings: Settings, ref: str, tier_name: str) -> ReplicaOutcome:
     """Read every file of the replica on ``tier_name`` back; mark it verified or corrupt.
 
-    This host's verified markers of those files are cleared (see :mod:`lineage.reader.files`):
+    This host's verified markers of those files are cleared (see :mod:`storage.verified`):
     verify is what catches bytes that changed under an unchanged file identity.
     """
     with catalog.session() as s:
@@ -249,7 +249,7 @@ def verify_release(catalog: Catalog, settings: Settings, ref: str, tier_name: st
     tier = get_tier(tier_name, settings)
     problems = verify_files(tier, table_path, specs)
     # this host's readers must hash these files again, not trust what they verified before
-    forgotten = VerifiedMarkers(settings).forget(tier, table_path, ((f.path, f.xxh3_128) for f in specs))
+    forgotten = VerifiedMarkers.in_home(settings.home).forget(tier, table_path, ((f.path, f.xxh3_128) for f in specs))
     log.info("verify of %s on %s: %d problems, %d verified markers cleared", ref, tier_name, len(problems), forgotten)
     now = utcnow()
     with catalog.session() as s:

@@ -1,5 +1,9 @@
 """All configuration in one place: environment variables (``LINEAGE_*``) and an optional TOML file.
 
+The lower layers own the models of their parts (:mod:`storage.config` the tiers,
+:mod:`pipelines.config` the engines and a run's execution knobs) and never import this module;
+:class:`Settings` composes them and keeps every ``LINEAGE_*`` name.
+
 Precedence, highest first: explicit keyword arguments, environment, the TOML file named by
 ``LINEAGE_CONFIG`` (default ``$LINEAGE_HOME/lineage.toml``), then the defaults below.
 """
@@ -10,38 +14,24 @@ import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-TierKind = Literal["posix", "s3", "hdfs"]
-TierClass = Literal["hot", "warm", "cold"]
+from pipelines.config import EngineConfig, ExecutionConfig
+from storage.config import TierClass, TierConfig, TierKind
 
-
-class TierConfig(BaseModel):
-    """One storage tier. Credentials are never stored here: ``credentials_env`` names env vars."""
-
-    name: str
-    kind: TierKind = "posix"
-    root: str
-    tier_class: TierClass = Field(default="hot", alias="class")
-    region: str = "local"
-    # kind-specific options, e.g. {"endpoint": "http://127.0.0.1:7480"} for s3
-    options: dict[str, str] = Field(default_factory=dict)
-    # env var names for credentials, e.g. {"access_key": "CEPH_ACCESS_KEY", "secret_key": "CEPH_SECRET_KEY"}
-    credentials_env: dict[str, str] = Field(default_factory=dict)
-
-    model_config = {"populate_by_name": True}
-
-
-class EngineConfig(BaseModel):
-    spark_master: str = "local[*]"
-    spark_conf: dict[str, str] = Field(default_factory=dict)
-    ray_address: str | None = None  # None starts a local runtime
-    ray_num_cpus: int | None = None  # local runtime only; None = all cores
-    ray_temp_dir: str | None = None  # local runtime only; None = /tmp/lineage-ray-<uid> (short: socket paths)
-    ray_runtime_env: dict[str, Any] = Field(default_factory=dict)  # e.g. {"working_dir": ...} for a cluster
+__all__ = [
+    "EngineConfig",
+    "ExecutionConfig",
+    "PlacementPolicy",
+    "Settings",
+    "TierClass",
+    "TierConfig",
+    "TierKind",
+    "get_settings",
+]
 
 
 class PlacementPolicy(BaseModel):
@@ -109,6 +99,20 @@ class Settings(BaseSettings):
     def staging_dir(self) -> Path:
         """Scratch space for runs (local disk); never holds anything a reader needs."""
         return self.home / "staging"
+
+    def execution(self) -> ExecutionConfig:
+        """What a run's engine and its tasks read: no catalog URL, no token (tasks pickle it)."""
+        return ExecutionConfig(
+            batch_rows=self.batch_rows,
+            duckdb_memory_limit=self.duckdb_memory_limit,
+            parquet_row_group_rows=self.parquet_row_group_rows,
+            parquet_row_group_bytes=self.parquet_row_group_bytes,
+            parquet_file_rows=self.parquet_file_rows,
+            group_partition_rows=self.group_partition_rows,
+            sort_bucket_bytes=self.sort_bucket_bytes,
+            staging_dir=self.staging_dir,
+            engine=self.engine.model_copy(deep=True),
+        )
 
     def tier_config(self, name: str | None = None) -> TierConfig:
         name = name or self.default_tier

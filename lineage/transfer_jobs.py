@@ -52,7 +52,7 @@ class _SparkSubmitter:
     def __init__(self, settings: Settings) -> None:
         from pipelines.engines.spark import spark_session
 
-        self.session, self._owned = spark_session(settings)
+        self.session, self._owned = spark_session(settings.engine)
         self.sc = self.session.sparkContext
         self.slots = max(1, self.sc.defaultParallelism)
         self._group = f"lineage-copy-{uuid.uuid4().hex[:12]}"
@@ -88,7 +88,7 @@ class _RaySubmitter:
         from pipelines.engines.ray import ray_runtime
 
         self._ray = ray
-        self._owned = ray_runtime(settings)
+        self._owned = ray_runtime(settings.engine)
         self.slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._remote = ray.remote(num_cpus=1)(run_copy_task)
         self._task_ref: Any = None

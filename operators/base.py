@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from lineage.records import LINEAGE_SCHEMA
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 
 

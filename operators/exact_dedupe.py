@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lineage.records import DUPLICATE_DETAIL, Verdict, detail_struct, lineage_batch
 from operators.base import GroupOperator, Params
+from operators.lineage_records import DUPLICATE_DETAIL, Verdict, detail_struct, lineage_batch
 from operators.schema import SOURCE_ORDER
 
 

@@ -22,7 +22,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from lineage.settings import Settings
+from pipelines.config import ExecutionConfig
 from storage.tier import Tier
 
 EXAMPLES = 5  # duplicated ids an error names
@@ -52,14 +52,14 @@ def duplicate_ids(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[int, l
     return (rows[0][1] if rows else 0), [r[0] for r in rows]
 
 
-def check_unique_ids(tier: Tier, paths: Sequence[str], settings: Settings) -> None:
+def check_unique_ids(tier: Tier, paths: Sequence[str], config: ExecutionConfig) -> None:
     """Fail the run if two ingested samples share a ``sample_id``; ``paths`` (``tier.path`` form) hold their ids."""
     if not paths:
         return
-    settings.staging_dir.mkdir(parents=True, exist_ok=True)
+    config.staging_dir.mkdir(parents=True, exist_ok=True)
     with (
-        tempfile.TemporaryDirectory(prefix="ids-spill-", dir=settings.staging_dir) as spill,
-        duckdb.connect(config={"memory_limit": settings.duckdb_memory_limit, "temp_directory": spill}) as con,
+        tempfile.TemporaryDirectory(prefix="ids-spill-", dir=config.staging_dir) as spill,
+        duckdb.connect(config={"memory_limit": config.duckdb_memory_limit, "temp_directory": spill}) as con,
     ):
         con.register(
             "ingested",

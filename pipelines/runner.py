@@ -23,12 +23,12 @@ from sqlalchemy import func, select
 
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Run
 from lineage.catalog.models import utcnow
-from lineage.records import LINEAGE_SCHEMA
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
 from operators import registry
 from operators.base import ClusterOperator
 from operators.convert import ConvertOperator, SourceSpec, plan_chunks
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.engines import DatasetInput, Job, JobResult, PublishedRelease, SourceInput, TableTarget, get_engine
 from pipelines.engines.base import ProgressFn, _no_progress
@@ -139,12 +139,12 @@ class Runner:
                 data=TableTarget(out_tier, tables.data, run_prefix(run_id)),
                 lineage=TableTarget(out_tier, tables.lineage, run_prefix(run_id)),
                 quarantine=TableTarget(out_tier, tables.quarantine, run_prefix(run_id)),
-                settings=self.settings,
+                config=self.settings.execution(),
                 progress=progress,
                 signatures=TableTarget(out_tier, tables.signatures, run_prefix(run_id)) if clusters else None,
                 published=published,
             )
-            eng = get_engine(engine_name, self.settings)
+            eng = get_engine(engine_name, job.config)
             try:
                 result = eng.execute(job)
             finally:

@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lineage.records import Verdict, stamp
 from operators.base import ClusterOperator, GroupOperator, MapOperator, Operator, OperatorOutput, SourceOperator
+from operators.lineage_records import Verdict, stamp
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.integrity import INGESTED_SCHEMA
 

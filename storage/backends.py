@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import pyarrow.fs as pafs
 
-from lineage.settings import TierConfig
+from storage.config import TierConfig
 from storage.s3_put import UnsignedPut
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
-from lineage.settings import Settings, TierConfig, get_settings
+from storage.config import TierConfig, TierConfigs
 
 if TYPE_CHECKING:
     from storage.s3_put import UnsignedPut
@@ -143,7 +143,6 @@ class Tier:
     """A configured tier. Cheap to build (the root is validated here); clients are created lazily."""
 
     config: TierConfig
-    settings: Settings = field(repr=False, compare=False, default_factory=get_settings)
     # Where the variables named in ``credentials_env`` are read; None: this process's environment.
     environ: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
@@ -237,15 +236,10 @@ class Tier:
         return make_uploader(self.config, self.environ)
 
     def __getstate__(self) -> dict[str, object]:
-        """Pickled (e.g. for Spark and Ray tasks) without its clients and settings: they hold
-        connections and secrets (credentials, the catalog URL, the service token), and the
-        receiving process builds or loads its own."""
-        skip = ("filesystem", "storage_options", "uploader", "settings")
+        """Pickled (e.g. for Spark and Ray tasks) without its clients: they hold connections and
+        credentials, and the receiving process builds its own."""
+        skip = ("filesystem", "storage_options", "uploader")
         return {k: v for k, v in self.__dict__.items() if k not in skip}
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self.__dict__["settings"] = get_settings()
 
     @cached_property
     def storage_options(self) -> dict[str, str]:
@@ -255,9 +249,9 @@ class Tier:
         return make_storage_options(self.config, self.environ)
 
 
-def get_tier(name: str | None = None, settings: Settings | None = None) -> Tier:
-    settings = settings or get_settings()
-    return Tier(settings.tier_config(name), settings)
+def get_tier(name: str | None, configs: TierConfigs) -> Tier:
+    """The tier configured under ``name`` (``None``: the default tier), e.g. in the settings."""
+    return Tier(configs.tier_config(name))
 
 
 def local_tier(root: str | Path, name: str = "adhoc") -> Tier:

@@ -21,7 +21,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from lineage.settings import Settings, TierConfig
+from storage.config import TierConfig
 from storage.tier import Tier
 from storage.transfer import FileSpec, copy_verified
 
@@ -43,9 +43,8 @@ class TierAccess:
         return cls(tier.config, {name: environ[name] for name in names if name in environ})
 
     def tier(self) -> Tier:
-        # Settings are not shipped (the catalog URL may hold a password); a Tier does not need them.
         environ = ChainMap(dict(self.credentials), os.environ)
-        return Tier(self.config, Settings.model_construct(tiers=[self.config]), environ=environ)
+        return Tier(self.config, environ=environ)
 
 
 @dataclass(frozen=True)

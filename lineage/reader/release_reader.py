@@ -17,11 +17,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from lineage.reader.files import ChecksumMismatch, Location, ReleaseFiles, ordered_locations
+from lineage.reader.files import Location, ReleaseFiles, ordered_locations
 from lineage.reader.gather import Window, as_views, plain_schema
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
 from lineage.reader.shared_windows import SharedWindows
 from lineage.settings import Settings, get_settings
+from storage.verified import ChecksumMismatch
 
 if TYPE_CHECKING:
     from lineage.client import Client

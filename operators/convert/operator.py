@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from lineage.records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
-from lineage.settings import TierConfig
 from operators.base import OperatorOutput, Params, SourceOperator
 from operators.convert.readers import READERS, RawRecord, ReadOptions
+from operators.lineage_records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
 from operators.schema import (
     QUARANTINE_SCHEMA,
     SAMPLE_SCHEMA,
@@ -21,6 +20,7 @@ from operators.schema import (
 )
 from operators.text import content_hashes
 from storage import links
+from storage.config import TierConfig
 from storage.tier import Tier
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lineage.records import DETAIL, DUPLICATE_DETAIL, Verdict, lineage_batch
+from operators.lineage_records import DETAIL, DUPLICATE_DETAIL, Verdict, lineage_batch
 from operators.minhash.params import Survivor
 
 DECISION_SCHEMA = pa.schema(

@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lineage.records import (
+from operators.base import MapOperator, OperatorOutput
+from operators.lineage_records import (
     DETAIL,
     DUPLICATE_DETAIL,
     MODIFICATION_DETAIL,
@@ -26,7 +27,6 @@ from lineage.records import (
     Verdict,
     lineage_batch,
 )
-from operators.base import MapOperator, OperatorOutput
 from operators.quality.rules import Evaluation
 from operators.schema import content_hash
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lineage.records import Verdict
+from operators.lineage_records import Verdict
 
 RULE_COUNTS_SCHEMA = pa.schema(
     [

@@ -10,9 +10,9 @@ from typing import ClassVar
 
 import pyarrow as pa
 
-from lineage.settings import Settings
 from operators.base import Operator
 from operators.convert import ConvertOperator
+from pipelines.config import ExecutionConfig
 from storage.tier import Tier
 
 ProgressFn = Callable[[str, int], None]  # (counter name, increment)
@@ -74,7 +74,7 @@ class Job:
     data: TableTarget
     lineage: TableTarget
     quarantine: TableTarget
-    settings: Settings
+    config: ExecutionConfig
     progress: ProgressFn = _no_progress
     signatures: TableTarget | None = None  # where a cluster step's sketches of kept samples go
     published: list[PublishedRelease] = field(default_factory=list)
@@ -109,9 +109,9 @@ _ENGINES = {
 }
 
 
-def get_engine(name: str, settings: Settings) -> Engine:
+def get_engine(name: str, config: ExecutionConfig) -> Engine:
     try:
         module, _, attr = _ENGINES[name].partition(":")
     except KeyError:
         raise ValueError(f"unknown engine {name!r}; choose one of {sorted(_ENGINES)}") from None
-    return getattr(importlib.import_module(module), attr)(settings)
+    return getattr(importlib.import_module(module), attr)(config)

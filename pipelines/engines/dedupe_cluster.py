@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lineage.records import LINEAGE_SCHEMA
-from lineage.settings import Settings
 from operators.base import ClusterOperator
+from operators.lineage_records import LINEAGE_SCHEMA
+from pipelines.config import ExecutionConfig
 from pipelines.engines import connected_components as components
 from pipelines.engines.base import TableTarget
 from pipelines.engines.tasks import MANIFEST_SCHEMA, Manifest, _batches
@@ -82,7 +82,7 @@ def bucket_column(op: ClusterOperator) -> str:
 class Sketch:
     """Map staged samples (:data:`TEXT_SCHEMA`) to the operator's sketch rows plus row keys, into staging."""
 
-    settings: Settings
+    config: ExecutionConfig
     step: Step
     sketches: TableTarget
 
@@ -94,7 +94,7 @@ class Sketch:
             if batch.num_rows == 0:
                 continue
             if out is None:
-                out = Manifest(self.settings, f"sketch-{batch.column('sample_id')[0].as_py()}")
+                out = Manifest(self.config, f"sketch-{batch.column('sample_id')[0].as_py()}")
             out.write(self.sketches, staged(op.sketch_schema), sketch(self.step, batch))
         return out.close() if out is not None else MANIFEST_SCHEMA.empty_table()
 
@@ -129,7 +129,7 @@ class ClusterGroups:
     """The operator's own clustering over one partition of complete candidate components."""
 
     run_id: str
-    settings: Settings
+    config: ExecutionConfig
     step: Step
     lineage: TableTarget
     dropped: TableTarget
@@ -142,7 +142,7 @@ class ClusterGroups:
             return MANIFEST_SCHEMA.empty_table()
         table = table.sort_by("sample_id")
         texts = table.column("text") if op.needs_texts else None
-        out = Manifest(self.settings, f"cluster{self.step.index}-{table.column('sample_id')[0].as_py()}")
+        out = Manifest(self.config, f"cluster{self.step.index}-{table.column('sample_id')[0].as_py()}")
         decided = decide_clusters(self.step, table, texts, self.run_id)
         out.write(self.lineage, LINEAGE_SCHEMA, decided.lineage)
         out.write(self.dropped, ROW_KEYS_SCHEMA, decided.dropped)
@@ -153,7 +153,7 @@ class ClusterGroups:
 class WriteRows:
     """Write rows as they come into a staging table (e.g. sketches of kept samples)."""
 
-    settings: Settings
+    config: ExecutionConfig
     target: TableTarget
     schema: pa.Schema
     stage: str
@@ -164,6 +164,6 @@ class WriteRows:
             if batch.num_rows == 0:
                 continue
             if out is None:
-                out = Manifest(self.settings, f"{self.stage}-{batch.column('sample_id')[0].as_py()}")
+                out = Manifest(self.config, f"{self.stage}-{batch.column('sample_id')[0].as_py()}")
             out.write(self.target, self.schema, batch.select(self.schema.names).cast(self.schema))
         return out.close() if out is not None else MANIFEST_SCHEMA.empty_table()

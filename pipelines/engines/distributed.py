@@ -33,10 +33,10 @@ from pathlib import Path
 import pyarrow as pa
 
 import pipelines
-from lineage.records import LINEAGE_SCHEMA
-from lineage.settings import Settings
 from operators.base import ClusterOperator, GroupOperator
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import SAMPLE_SCHEMA
+from pipelines.config import ExecutionConfig
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
 from pipelines.engines.dedupe_cluster import TEXT_SCHEMA, Buckets, ClusterGroups, Sketch, WriteRows, bucket_column
 from pipelines.engines.tasks import (
@@ -63,8 +63,8 @@ SORT_KEYS_LINEAGE = ("sample_id", "step")
 class DistributedEngine(Engine):
     """Runs the stage plan; subclasses provide the four data-movement primitives."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, config: ExecutionConfig) -> None:
+        self.config = config
 
     # -- primitives an engine implements --------------------------------------------------------
     @abstractmethod
@@ -137,7 +137,7 @@ class DistributedEngine(Engine):
         return max(1, min(self.parallelism(), math.ceil(rows / 1000)), math.ceil(rows / per_partition))
 
     def _execute(self, job: Job, tier: Tier, staging: str) -> JobResult:
-        s = self.settings
+        s = self.config
         segs = segments(job.operators)
         lineage = TableTarget(tier, f"{staging}/lineage", "parts")
         samples = TableTarget(tier, f"{staging}/samples-0", "parts")
@@ -220,11 +220,11 @@ class DistributedEngine(Engine):
         if job.published:
             raise ValueError(f"{op.name} against published releases runs on the local engine only")
         sketches = TableTarget(tier, f"{staging}/sketches-{number}", "parts")
-        sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.settings, step, sketches)))
+        sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.config, step, sketches)))
         files = sketch_files.paths(sketches)
         lineage = TableTarget(tier, f"{staging}/lineage", "parts")
         dropped = TableTarget(tier, f"{staging}/dropped-{number}", "parts")
-        task = ClusterGroups(job.run_id, self.settings, step, lineage, dropped)
+        task = ClusterGroups(job.run_id, self.config, step, lineage, dropped)
         texts = samples if op.needs_texts else None
         decided = self.run_cluster(
             tier, files, staged(op.sketch_schema), texts, parts, Buckets(bucket_column(op)), task
@@ -245,8 +245,8 @@ class DistributedEngine(Engine):
             return []
         op, sketch_files = sketched
         kept = TableTarget(tier, f"{staging}/signatures", "parts")
-        task = WriteRows(self.settings, kept, op.sketch_schema, "kept")
-        parts = self._partitions(rows, self.settings.group_partition_rows)
+        task = WriteRows(self.config, kept, op.sketch_schema, "kept")
+        parts = self._partitions(rows, self.config.group_partition_rows)
         written = self.run_filtered(tier, sketch_files, staged(op.sketch_schema), samples, True, parts, task)
         files = Collected.of(written).paths(kept)
         return self._write_sorted(tier, files, rows, op.sketch_schema, SORT_KEYS_DATA, job.signatures)
@@ -257,8 +257,8 @@ class DistributedEngine(Engine):
         """Sort by the lookup key so row-group statistics make point lookups cheap."""
         if not paths:
             return []
-        task = WriteSorted(self.settings, target, schema, keys)
-        parts = self._partitions(rows, self.settings.parquet_file_rows)
+        task = WriteSorted(self.config, target, schema, keys)
+        parts = self._partitions(rows, self.config.parquet_file_rows)
         return Collected.of(self.run_sorted(tier, paths, schema, keys, parts, task)).relative(target)
 
 

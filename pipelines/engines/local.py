@@ -24,11 +24,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lineage.records import LINEAGE_SCHEMA
-from lineage.settings import Settings
 from operators.base import ClusterOperator, GroupOperator
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
+from pipelines.config import ExecutionConfig
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
 from pipelines.faults import checkpoint
 from pipelines.integrity import INGESTED_SCHEMA, check_unique_ids
@@ -75,12 +75,12 @@ def _hex_prefix(ids: pa.Array, digits: int) -> np.ndarray:
 class LocalEngine(Engine):
     name = "local"
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, config: ExecutionConfig) -> None:
+        self.config = config
 
     # -- plumbing ---------------------------------------------------------------------------
     def _writer(self, tier: Tier, table_path: str, prefix: str, schema: pa.Schema) -> PartWriter:
-        s = self.settings
+        s = self.config
         return PartWriter(
             tier,
             table_path,
@@ -96,7 +96,7 @@ class LocalEngine(Engine):
 
     def _duckdb(self, spill: Path) -> duckdb.DuckDBPyConnection:
         con = duckdb.connect()
-        con.execute(f"SET memory_limit='{self.settings.duckdb_memory_limit}'")
+        con.execute(f"SET memory_limit='{self.config.duckdb_memory_limit}'")
         con.execute(f"SET temp_directory='{spill}'")
         con.execute("SET preserve_insertion_order=false")
         return con
@@ -107,7 +107,7 @@ class LocalEngine(Engine):
         # another, and a retaining allocator would make peak RSS the sum of the stages.
         with contextlib.suppress(NotImplementedError):
             pa.jemalloc_set_decay_ms(0)
-        staging_root = Path(self.settings.staging_dir) / job.run_id
+        staging_root = Path(self.config.staging_dir) / job.run_id
         staging_root.mkdir(parents=True, exist_ok=True)
         staging = local_tier(staging_root, name="staging")
         try:
@@ -125,7 +125,7 @@ class LocalEngine(Engine):
 
         ingest = self._inputs(job, lineage_w, quarantine_w, ingested_w, stats)
         samples = self._run_maps(job, staging, "samples-0", ingest, segs[0].maps, lineage_w)
-        check_unique_ids(staging, [staging.path("ingested", f) for f in ingested_w.close()], self.settings)
+        check_unique_ids(staging, [staging.path("ingested", f) for f in ingested_w.close()], self.config)
         sketches: tuple[list[str], pa.Schema] | None = None
         for number, seg in enumerate(segs[1:], start=1):
             assert seg.group is not None
@@ -169,7 +169,7 @@ class LocalEngine(Engine):
         for ds in job.datasets:
             rows = Ingested(next(items), ds.position)
             dataset = version_dataset(ds.tier, ds.table_path, ds.delta_version)
-            for batch in dataset.to_batches(batch_size=self.settings.batch_rows):
+            for batch in dataset.to_batches(batch_size=self.config.batch_rows):
                 job.progress("records", batch.num_rows)
                 samples, ids = rows(conform(batch, SAMPLE_SCHEMA))
                 ingested_w.write(ids)
@@ -211,7 +211,7 @@ class LocalEngine(Engine):
         columns = [*op.columns, ROW_KEY]
         cols = ", ".join(f'"{c}"' for c in columns)
         rows = con.sql("SELECT count(*) FROM read_parquet(?)", params=[samples]).fetchall()[0][0]
-        parts = max(1, math.ceil(rows / self.settings.group_partition_rows))
+        parts = max(1, math.ceil(rows / self.config.group_partition_rows))
         if parts == 1:
             tables = [con.sql(f"SELECT {cols} FROM read_parquet(?)", params=[samples]).to_arrow_table()]
         else:  # hash-partition so each part holds whole groups and fits in memory
@@ -256,7 +256,7 @@ class LocalEngine(Engine):
         with pa.OSFile(str(text_path), "wb") as sink, pa.ipc.new_file(sink, text_schema) as texts_out:
             for file in samples:
                 for batch in pq.ParquetFile(file).iter_batches(
-                    batch_size=self.settings.batch_rows, columns=["sample_id", "text", ROW_KEY]
+                    batch_size=self.config.batch_rows, columns=["sample_id", "text", ROW_KEY]
                 ):
                     sketch_w.write(sketch(step, batch))
                     if op.needs_texts:
@@ -315,7 +315,7 @@ class LocalEngine(Engine):
         ).combine_chunks()
         kept_w = self._writer(staging, "signatures-kept", "parts", schema)
         for file in sketch_files:
-            for batch in pq.ParquetFile(file).iter_batches(batch_size=self.settings.batch_rows):
+            for batch in pq.ParquetFile(file).iter_batches(batch_size=self.config.batch_rows):
                 kept = batch.filter(pc.is_in(batch.column(ROW_KEY), value_set=output_rows))
                 kept_w.write(conform(kept, schema))
         kept = [staging.path("signatures-kept", f) for f in kept_w.close()]
@@ -328,11 +328,9 @@ class LocalEngine(Engine):
             return
         if dropped:
             sql = f"SELECT s.* FROM read_parquet(?) s ANTI JOIN read_parquet(?) d USING ({ROW_KEY})"
-            reader = con.sql(sql, params=[samples, dropped]).to_arrow_reader(self.settings.batch_rows)
+            reader = con.sql(sql, params=[samples, dropped]).to_arrow_reader(self.config.batch_rows)
         else:
-            reader = con.sql("SELECT * FROM read_parquet(?)", params=[samples]).to_arrow_reader(
-                self.settings.batch_rows
-            )
+            reader = con.sql("SELECT * FROM read_parquet(?)", params=[samples]).to_arrow_reader(self.config.batch_rows)
         for batch in reader:
             yield conform(batch, STAGED_SCHEMA)
 
@@ -349,13 +347,13 @@ class LocalEngine(Engine):
                 name,
                 f"b{k:0{digits}x}",
                 schema,
-                file_rows=self.settings.parquet_file_rows,
+                file_rows=self.config.parquet_file_rows,
                 row_group_rows=group_rows,
             )
             for k in range(count)
         ]
         for file in files:
-            for batch in pq.ParquetFile(file).iter_batches(batch_size=self.settings.batch_rows):
+            for batch in pq.ParquetFile(file).iter_batches(batch_size=self.config.batch_rows):
                 batch = conform(batch, schema)
                 keys = _hex_prefix(batch.column("sample_id"), digits)
                 for k in np.unique(keys):
@@ -385,11 +383,11 @@ class LocalEngine(Engine):
         columns = ", ".join(f'"{f.name}"' for f in schema)
         size = sum(Path(f).stat().st_size for f in files)
         digits = 0
-        while size / 16**digits > self.settings.sort_bucket_bytes and digits < 3:
+        while size / 16**digits > self.config.sort_bucket_bytes and digits < 3:
             digits += 1
         buckets = [files] if digits == 0 else self._bucketize(staging, name, files, schema, digits)
         for bucket in buckets:
             sql = f"SELECT {columns} FROM read_parquet(?) ORDER BY {order}"
-            for batch in con.sql(sql, params=[bucket]).to_arrow_reader(self.settings.batch_rows):
+            for batch in con.sql(sql, params=[bucket]).to_arrow_reader(self.config.batch_rows):
                 writer.write(conform(batch, schema))
         return writer.close()

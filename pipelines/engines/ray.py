@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import ray
 import ray.data
 
-from lineage.settings import Settings
+from pipelines.config import EngineConfig, ExecutionConfig
 from pipelines.engines import connected_components as components
 from pipelines.engines.dedupe_cluster import (
     COMPONENT,
@@ -40,7 +40,7 @@ from storage.tier import Tier
 log = logging.getLogger(__name__)
 
 
-def ray_runtime(settings: Settings) -> bool:
+def ray_runtime(cfg: EngineConfig) -> bool:
     """Connect to the configured runtime unless one is already up; return whether we started it.
 
     Without an address, a local runtime starts with its temporary files in a short folder (Ray's
@@ -50,7 +50,6 @@ def ray_runtime(settings: Settings) -> bool:
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    cfg = settings.engine
     runtime_env = dict(cfg.ray_runtime_env)
     if cfg.ray_address is None:
         env_vars = dict(runtime_env.get("env_vars", {}))
@@ -152,9 +151,9 @@ class _ReadBlock:
 class RayEngine(DistributedEngine):
     name = "ray"
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
-        self._owned = ray_runtime(settings)
+    def __init__(self, config: ExecutionConfig) -> None:
+        super().__init__(config)
+        self._owned = ray_runtime(config.engine)
 
     def close(self) -> None:
         if self._owned:  # a runtime someone else started is theirs to stop
@@ -175,7 +174,7 @@ class RayEngine(DistributedEngine):
     def _files(self, tier: Tier, paths: list[str], schema: pa.Schema) -> ray.data.Dataset:
         """Rows of staged Parquet files, read by tasks through the tier (one file per block)."""
         names = ray.data.from_items([{"path": p} for p in paths], override_num_blocks=len(paths))
-        read = _ReadBlock(ReadFiles(tier, schema, self.settings.parquet_row_group_rows))
+        read = _ReadBlock(ReadFiles(tier, schema, self.config.parquet_row_group_rows))
         return names.map_batches(read, batch_format="pyarrow", batch_size=1)
 
     @staticmethod

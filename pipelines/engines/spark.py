@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
-from lineage.settings import Settings
+from pipelines.config import EngineConfig, ExecutionConfig
 from pipelines.engines import connected_components as components
 from pipelines.engines.dedupe_cluster import (
     BUCKET_SCHEMA,
@@ -46,7 +46,7 @@ _LOCAL_DEFAULTS = {
 }
 
 
-def spark_session(settings: Settings) -> tuple[SparkSession, bool]:
+def spark_session(cfg: EngineConfig) -> tuple[SparkSession, bool]:
     """The active session if there is one (it is shared, never stopped by us); else a new one.
 
     Returns (session, created). A new session gets the configured master and conf; for local
@@ -55,7 +55,6 @@ def spark_session(settings: Settings) -> tuple[SparkSession, bool]:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    cfg = settings.engine
     local = cfg.spark_master.startswith("local")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if local:
@@ -128,9 +127,9 @@ def connected_components(edges: DataFrame, partitions: int) -> DataFrame:
 class SparkEngine(DistributedEngine):
     name = "spark"
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
-        self.spark, self._owned = spark_session(settings)
+    def __init__(self, config: ExecutionConfig) -> None:
+        super().__init__(config)
+        self.spark, self._owned = spark_session(config.engine)
 
     def close(self) -> None:
         if self._owned:  # a session someone else started is theirs to stop
@@ -148,7 +147,7 @@ class SparkEngine(DistributedEngine):
 
     def _files(self, tier: Tier, paths: list[str], schema: pa.Schema) -> DataFrame:
         """Rows of staged Parquet files, read by tasks through the tier (one file per partition)."""
-        read = ReadFiles(tier, schema, self.settings.batch_rows)
+        read = ReadFiles(tier, schema, self.config.batch_rows)
 
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for batch in batches:

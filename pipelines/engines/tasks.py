@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lineage.records import LINEAGE_SCHEMA
-from lineage.settings import Settings
 from operators.convert import ConvertOperator
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
+from pipelines.config import ExecutionConfig
 from pipelines.engines.base import DatasetInput, TableTarget
 from pipelines.integrity import INGESTED_SCHEMA
 from pipelines.parquet_out import PartWriter
@@ -73,8 +73,8 @@ class FileItem:
 class Manifest:
     """Writers and counters of one task call; :meth:`close` turns them into manifest rows."""
 
-    def __init__(self, settings: Settings, label: str) -> None:
-        self.settings, self.label = settings, label
+    def __init__(self, config: ExecutionConfig, label: str) -> None:
+        self.config, self.label = config, label
         self.writers: dict[str, PartWriter] = {}
         self.rows: Counter[str] = Counter()
         self.stats: Counter[str] = Counter()
@@ -83,7 +83,7 @@ class Manifest:
         key = f"{table.table_path}/{table.prefix}"
         writer = self.writers.get(key)
         if writer is None:
-            s = self.settings
+            s = self.config
             writer = self.writers[key] = PartWriter(
                 table.tier,
                 table.table_path,
@@ -137,7 +137,7 @@ class Ingest:
     """
 
     run_id: str
-    settings: Settings
+    config: ExecutionConfig
     sources: tuple[tuple[pa.Table, ConvertOperator, int], ...]  # (chunk rows, convert, input position)
     items: tuple[SourceItem | FileItem, ...]
     maps: tuple[Step, ...]
@@ -150,7 +150,7 @@ class Ingest:
         ids = _table(batch).column(ITEM_COLUMN).to_pylist()
         if not ids:
             return MANIFEST_SCHEMA.empty_table()
-        out = Manifest(self.settings, f"ingest-{ids[0]:06d}")
+        out = Manifest(self.config, f"ingest-{ids[0]:06d}")
         for i in ids:
             item = self.items[i]
             if isinstance(item, SourceItem):
@@ -181,7 +181,7 @@ class Ingest:
     def _read_file(self, item: FileItem) -> Iterator[pa.RecordBatch]:
         tier = item.dataset.tier
         with tier.filesystem.open_input_file(tier.path(item.dataset.table_path, item.file)) as fh:
-            for batch in pq.ParquetFile(fh).iter_batches(batch_size=self.settings.batch_rows):
+            for batch in pq.ParquetFile(fh).iter_batches(batch_size=self.config.batch_rows):
                 yield conform(batch, SAMPLE_SCHEMA)
 
 
@@ -206,7 +206,7 @@ class Group:
     """A group step over complete key groups: lineage records, and the row keys of dropped samples."""
 
     run_id: str
-    settings: Settings
+    config: ExecutionConfig
     step: Step
     lineage: TableTarget
     dropped: TableTarget
@@ -217,7 +217,7 @@ class Group:
             return MANIFEST_SCHEMA.empty_table()
         columns = self.step.operator.columns  # type: ignore[attr-defined]
         table = table.select([*columns, ROW_KEY]).combine_chunks()
-        out = Manifest(self.settings, f"group{self.step.index}-{_first(table, 'sample_id')}")
+        out = Manifest(self.config, f"group{self.step.index}-{_first(table, 'sample_id')}")
         decided = decide_groups(self.step, table, self.run_id)
         out.write(self.lineage, LINEAGE_SCHEMA, decided.lineage)
         out.write(self.dropped, ROW_KEYS_SCHEMA, decided.dropped)
@@ -229,7 +229,7 @@ class Maps:
     """Fused map steps over surviving samples; survivors and lineage go to staging."""
 
     run_id: str
-    settings: Settings
+    config: ExecutionConfig
     stage: str
     maps: tuple[Step, ...]
     samples: TableTarget
@@ -242,7 +242,7 @@ class Maps:
                 continue
             batch = conform(batch, STAGED_SCHEMA)
             if out is None:
-                out = Manifest(self.settings, f"{self.stage}-{batch.column('sample_id')[0].as_py()}")
+                out = Manifest(self.config, f"{self.stage}-{batch.column('sample_id')[0].as_py()}")
             kept, lineage = run_maps(batch, self.maps, self.run_id)
             for records in lineage:
                 out.write(self.lineage, LINEAGE_SCHEMA, records)
@@ -258,7 +258,7 @@ class WriteSorted:
     names do not depend on task numbering.
     """
 
-    settings: Settings
+    config: ExecutionConfig
     target: TableTarget
     schema: pa.Schema
     keys: tuple[str, ...]
@@ -276,7 +276,7 @@ class WriteSorted:
             if batch.num_rows == 0:
                 continue
             if out is None:
-                out = Manifest(self.settings, self.label(batch))
+                out = Manifest(self.config, self.label(batch))
             out.write(self.target, self.schema, conform(batch, self.schema))
         return out.close() if out is not None else MANIFEST_SCHEMA.empty_table()
 

@@ -66,7 +66,7 @@ def test_spark_components_match_union_find(spark, ids: str) -> None:  # noqa: F8
     from pipelines.engines.spark import SparkEngine
 
     e = graph(1)
-    engine = SparkEngine(Settings())
+    engine = SparkEngine(Settings().execution())
     result = engine.connected_components(spark.createDataFrame(as_table(e, ids)), partitions=3).toArrow()
     engine.close()
     assert spark.sparkContext._jsc is not None, "close() must not stop a shared session"
@@ -84,7 +84,7 @@ def test_ray_components_match_union_find(ids: str) -> None:
     e = graph(2)
     table = as_table(e, ids)
     blocks = [table.slice(i, 300) for i in range(0, table.num_rows, 300)]
-    engine = RayEngine(Settings())
+    engine = RayEngine(Settings().execution())
     result = engine.connected_components(ray.data.from_arrow(blocks), partitions=3)
     engine.close()
     assert ray.is_initialized(), "close() must not stop a shared runtime"

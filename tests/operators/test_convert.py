@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from lineage.records import LINEAGE_SCHEMA
 from operators.convert import ConvertOperator, SourceSpec, plan_chunks
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA, content_hash, sample_id
 from storage.tier import local_tier
 from tests.conftest import write_jsonl

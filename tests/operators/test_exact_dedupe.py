@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lineage.records import LINEAGE_SCHEMA
 from operators.exact_dedupe import ExactDedupe
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import content_hash
 
 

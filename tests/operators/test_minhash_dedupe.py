@@ -11,7 +11,7 @@ import pyarrow.fs as pafs
 import pytest
 from datasketch import MinHash
 
-from lineage.records import LINEAGE_SCHEMA
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.minhash import (
     DECISION_SCHEMA,
     SIGNATURE_SCHEMA,

@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from lineage.records import LINEAGE_SCHEMA
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.quality import C4Quality
 from operators.quality.c4 import sentence_counts
 from operators.quality.tokenize import tokenize

@@ -2,8 +2,8 @@
 
 import pytest
 
-from lineage.records import LINEAGE_SCHEMA
 from operators.base import MapOperator
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.quality import OPERATORS, RULE_SETS, QualityOperator, quality_operator
 from operators.schema import SAMPLE_SCHEMA
 from tests.support.quality_samples import make_batch

@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from lineage.records import lineage_batch
+from operators.lineage_records import lineage_batch
 from operators.quality import C4Quality, DefaultQuality, rule_counts, script_counts, script_distribution
 from operators.quality.report import RULE_COUNTS_SCHEMA
 from tests.support.quality_samples import make_batch

@@ -6,9 +6,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from lineage.records import Verdict, lineage_batch
 from operators.base import MapOperator, OperatorOutput
 from operators.exact_dedupe import ExactDedupe
+from operators.lineage_records import Verdict, lineage_batch
 from operators.schema import SAMPLE_SCHEMA, content_hash
 from pipelines.stages import ROW_KEY, Ingested, Step, decide_groups, run_maps
 

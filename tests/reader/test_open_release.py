@@ -13,9 +13,9 @@ from sqlalchemy import select
 
 import lineage
 from lineage.catalog import Catalog, ReleaseRead
-from lineage.reader.files import SETTLE_NS, ChecksumMismatch
 from lineage.reader.release_reader import ReleaseReader
 from lineage.settings import Settings
+from storage.verified import SETTLE_NS, ChecksumMismatch
 from tests.conftest import CORRUPTIONS, corrupted, publish_records
 
 N = 301  # a prime: every world size leaves a remainder
@@ -146,7 +146,7 @@ def test_decode_threads_do_not_change_what_is_read(release: str, settings: Setti
 
 def settle(paths: list[Path]) -> None:
     """Wait until the files changed long enough ago to be remembered as verified (see
-    :data:`lineage.reader.files.SETTLE_NS`)."""
+    :data:`storage.verified.SETTLE_NS`)."""
     newest = max(max(p.stat().st_mtime_ns, p.stat().st_ctime_ns) for p in paths)
     time.sleep(max(0, newest + SETTLE_NS - time.time_ns()) / 1e9 + 0.01)
 

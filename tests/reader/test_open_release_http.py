@@ -16,10 +16,10 @@ import pytest
 import lineage
 from api.app import create_app
 from lineage.client import Client, NotFound, Unauthorized
-from lineage.reader.files import ChecksumMismatch
 from lineage.releases import ReleaseNotFound, get_release
 from lineage.service.core import Service
 from lineage.settings import Settings
+from storage.verified import ChecksumMismatch
 from tests.api.conftest import BACKENDS, ServerThread, make_settings
 from tests.conftest import publish_records
 

@@ -13,11 +13,11 @@ import pytest
 from deltalake import DeltaTable
 
 from lineage.catalog import Catalog
-from lineage.reader.files import ChecksumMismatch
 from lineage.releases import deprecate, publish
 from lineage.replicas import copy_release, move_release, verify_release
 from lineage.settings import Settings
 from storage.tier import Tier, get_tier
+from storage.verified import ChecksumMismatch
 from tests.conftest import CORRUPTIONS, corrupted
 from tests.replicas.conftest import replicas, sample_ids
 from tests.support.fixtures_ceph import CephS3

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lineage.records import Verdict, lineage_batch
 from operators.base import MapOperator, OperatorOutput
+from operators.lineage_records import Verdict, lineage_batch
 from pipelines.engines.base import Engine, Job, JobResult
 from pipelines.engines.local import LocalEngine
 from pipelines.engines.ray import RayEngine

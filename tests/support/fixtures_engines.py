@@ -30,7 +30,7 @@ def _runtime_settings(root: Path) -> Settings:
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from pipelines.engines.spark import spark_session
 
-    session, created = spark_session(_runtime_settings(tmp_path_factory.mktemp("spark-home")))
+    session, created = spark_session(_runtime_settings(tmp_path_factory.mktemp("spark-home")).engine)
     yield session
     if created:
         session.stop()
@@ -43,7 +43,7 @@ def ray_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     from pipelines.engines.ray import ray_runtime as start
 
     settings = _runtime_settings(tmp_path_factory.mktemp("ray-home"))
-    created = start(settings)
+    created = start(settings.engine)
     yield None
     if created:
         ray.shutdown()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from lineage.records import LINEAGE_SCHEMA
+from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import SAMPLE_SCHEMA, content_hash
 
 

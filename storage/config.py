@@ -1,0 +1,37 @@
+"""Tier configuration: what a :class:`storage.tier.Tier` is built from.
+
+Storage owns this model; :mod:`lineage.settings` composes a list of them from ``LINEAGE_TIERS``
+or the TOML file. Anything that can look a tier up by name (:class:`TierConfigs`, e.g. the
+settings) is enough for :func:`storage.tier.get_tier`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+TierKind = Literal["posix", "s3", "hdfs"]
+TierClass = Literal["hot", "warm", "cold"]
+
+
+class TierConfig(BaseModel):
+    """One storage tier. Credentials are never stored here: ``credentials_env`` names env vars."""
+
+    name: str
+    kind: TierKind = "posix"
+    root: str
+    tier_class: TierClass = Field(default="hot", alias="class")
+    region: str = "local"
+    # kind-specific options, e.g. {"endpoint": "http://127.0.0.1:7480"} for s3
+    options: dict[str, str] = Field(default_factory=dict)
+    # env var names for credentials, e.g. {"access_key": "CEPH_ACCESS_KEY", "secret_key": "CEPH_SECRET_KEY"}
+    credentials_env: dict[str, str] = Field(default_factory=dict)
+
+    model_config = {"populate_by_name": True}
+
+
+class TierConfigs(Protocol):
+    """Where tiers are configured: their config by name (``None``: the default tier)."""
+
+    def tier_config(self, name: str | None = None) -> TierConfig: ...
