@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError, Unauthorized
+from storage.names import parse_release_ref
 
 if TYPE_CHECKING:
     from lineage.service.core import Service
@@ -210,10 +211,8 @@ class Client:
 
     @staticmethod
     def _split(ref: str) -> tuple[str, str]:
-        from lineage.releases import parse_ref
-
         try:
-            return parse_ref(ref)
+            return parse_release_ref(ref)
         except ValueError as exc:
             raise BadRequest(str(exc)) from exc
 

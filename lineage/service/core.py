@@ -21,18 +21,18 @@ from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.tables import Duck, TableCache
 from lineage.settings import Settings, get_settings
+from storage import names
 
 log = logging.getLogger(__name__)
 
-_VERSION_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,127})(?::v?(\d{1,9}))?$")
-_SAMPLE_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
 MAX_LIMIT = 1000
 
 
 def check_sample_id(sample_id: str) -> str:
-    if not _SAMPLE_ID.match(sample_id):
-        raise BadRequest(f"invalid sample id {sample_id[:80]!r}: expected 1-200 printable ASCII characters")
-    return sample_id
+    try:
+        return names.check_sample_id(sample_id)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 class Service:
@@ -173,10 +173,11 @@ class Service:
             rel = releases.get_release(s, ref)
             dv = rel.dataset_version
             return dv, S.VersionRef(ref=ref, dataset=dv.dataset.name, version=dv.version, release=rel.ref)
-        match = _VERSION_REF.match(ref)
-        if not match:
-            raise BadRequest(f"invalid reference {ref!r}: expected NAME@TAG, DATASET:vN or DATASET")
-        dv = self._version(s, match.group(1), int(match.group(2)) if match.group(2) else None)
+        try:
+            dataset, version = names.parse_version_ref(ref)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        dv = self._version(s, dataset, version)
         return dv, S.VersionRef(ref=f"{dv.dataset.name}:v{dv.version}", dataset=dv.dataset.name, version=dv.version)
 
     def diff(self, base: str, target: str) -> S.Diff:

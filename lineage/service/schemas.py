@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model,
 
 from lineage import usage
 from lineage.catalog import models
+from storage import names
 
 T = TypeVar("T")
 
@@ -128,9 +129,8 @@ class Page(BaseModel, Generic[T]):
 
 
 # -- request bodies ---------------------------------------------------------------------------
-Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]  # no NUL: PostgreSQL text cannot hold it
-_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-Name = Annotated[str, Field(pattern=_NAME, max_length=128)]
+Text = Annotated[str, Field(pattern=names.NO_NUL_PATTERN)]
+Name = Annotated[str, Field(pattern=names.NAME_PATTERN, max_length=names.NAME_MAX)]
 
 
 class DatasetUpdate(BaseModel):
