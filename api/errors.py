@@ -15,14 +15,14 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
-from lineage.service.errors import classify, message_for
+from lineage.errors import LineageError, rule_for, translate
 
 log = logging.getLogger(__name__)
 
 
 class ErrorOut(BaseModel):
     detail: str
-    code: str | None = None  # stable and machine-readable, e.g. "release_conflict" (see lineage.service.errors)
+    code: str | None = None  # stable and machine-readable, e.g. "release_conflict" (the table: lineage.errors)
 
 
 ERROR_RESPONSES: dict[int | str, dict] = {
@@ -35,13 +35,13 @@ ERROR_RESPONSES: dict[int | str, dict] = {
 
 
 def _answer(request: Request, exc: Exception) -> JSONResponse:
-    known = classify(exc)
-    if known is None:
+    error = translate(exc)
+    if error is None:
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return JSONResponse({"detail": "internal error (logged on the server)", "code": "internal"}, status_code=500)
-    status, code = known
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse({"detail": message_for(exc), "code": code}, status_code=status, headers=headers)
+    rule = rule_for(error)
+    headers = {"WWW-Authenticate": "Bearer"} if rule.status == 401 else None
+    return JSONResponse({"detail": str(error), "code": error.code}, status_code=rule.status, headers=headers)
 
 
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
@@ -71,19 +71,7 @@ def install(app: FastAPI) -> None:
     from pydantic import ValidationError
     from sqlalchemy.exc import DataError, IntegrityError
 
-    from lineage.releases import ReleaseError
-    from lineage.service.errors import ServiceError
-
-    handled = (
-        ServiceError,
-        ReleaseError,
-        KeyError,
-        ValueError,
-        ValidationError,
-        LookupError,
-        DataError,
-        IntegrityError,
-    )
-    for cls in handled:
+    # The tree, the database refusals, and the builtins the legacy fallbacks of ``translate`` still classify.
+    for cls in (LineageError, KeyError, ValueError, ValidationError, LookupError, DataError, IntegrityError):
         app.add_exception_handler(cls, _answer)  # type: ignore[arg-type]
     app.add_exception_handler(HTTPException, _http_error)

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
+from lineage.errors import ReleaseConflict, ReleaseError, ReleaseNotFound
 from lineage.qc import GateConfig, GateError, build_report, evaluate_gate
 from lineage.settings import Settings
 from storage.checksum import file_digest
@@ -23,18 +24,6 @@ from storage.tier import get_tier
 log = logging.getLogger(__name__)
 
 MANIFEST_FORMAT = 1
-
-
-class ReleaseError(ValueError):
-    """A release request the catalog refuses (unknown, conflicting, immutable)."""
-
-
-class ReleaseNotFound(ReleaseError, LookupError):
-    """The release does not exist."""
-
-
-class ReleaseConflict(ReleaseError):
-    """The request contradicts what is already recorded (different content, wrong state)."""
 
 
 DRAFT, PUBLISHED, DEPRECATED = "draft", "published", "deprecated"
