@@ -11,12 +11,15 @@
 A name is safe as a path segment on every tier (``datasets/<name>/data``) and in a URL path without
 escaping. The ``*_PATTERN`` strings are the ones the HTTP API puts in its OpenAPI document, so the API,
 the service, the CLI and the runner refuse the same names with the same rule. Digits are ASCII only
-(``[0-9]``, not ``\\d``, which also matches other scripts' digits).
+(``[0-9]``, not ``\\d``, which also matches other scripts' digits). A refusal is
+:class:`~storage.errors.Invalid` (a ``ValueError``).
 """
 
 from __future__ import annotations
 
 import re
+
+from storage.errors import Invalid
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 _VERSION = r"v?[0-9]{1,9}"
@@ -37,7 +40,7 @@ _SAMPLE_ID_RE = re.compile(SAMPLE_ID_PATTERN)
 def check_name(name: str, what: str = "dataset") -> str:
     """``name`` if it is a NAME; ``what`` says which kind in the message (dataset, tag, tier …)."""
     if not _NAME_RE.match(name):
-        raise ValueError(
+        raise Invalid(
             f"invalid {what} name {name!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
     return name
@@ -47,7 +50,7 @@ def parse_release_ref(ref: str) -> tuple[str, str]:
     """``NAME@TAG`` → ``(name, tag)``."""
     match = _RELEASE_REF_RE.match(ref)
     if not match:
-        raise ValueError(f"invalid release reference {ref!r}: expected NAME@TAG")
+        raise Invalid(f"invalid release reference {ref!r}: expected NAME@TAG")
     return match.group(1), match.group(2)
 
 
@@ -55,11 +58,11 @@ def parse_version_ref(ref: str) -> tuple[str, int | None]:
     """``DATASET:vN`` / ``DATASET:N`` → ``(dataset, N)``; ``DATASET`` → ``(dataset, None)``, its latest."""
     match = _VERSION_REF_RE.match(ref)
     if not match:
-        raise ValueError(f"invalid reference {ref!r}: expected NAME@TAG, DATASET:vN or DATASET")
+        raise Invalid(f"invalid reference {ref!r}: expected NAME@TAG, DATASET:vN or DATASET")
     return match.group(1), int(match.group(2)) if match.group(2) else None
 
 
 def check_sample_id(sample_id: str) -> str:
     if not _SAMPLE_ID_RE.match(sample_id):
-        raise ValueError(f"invalid sample id {sample_id[:80]!r}: expected 1-200 printable ASCII characters")
+        raise Invalid(f"invalid sample id {sample_id[:80]!r}: expected 1-200 printable ASCII characters")
     return sample_id

@@ -28,13 +28,6 @@ log = logging.getLogger(__name__)
 MAX_LIMIT = 1000
 
 
-def check_sample_id(sample_id: str) -> str:
-    try:
-        return names.check_sample_id(sample_id)
-    except ValueError as exc:
-        raise BadRequest(str(exc)) from None
-
-
 class Service:
     """One per process (the HTTP app) or per in-process client; thread-safe."""
 
@@ -173,10 +166,7 @@ class Service:
             rel = releases.get_release(s, ref)
             dv = rel.dataset_version
             return dv, S.VersionRef(ref=ref, dataset=dv.dataset.name, version=dv.version, release=rel.ref)
-        try:
-            dataset, version = names.parse_version_ref(ref)
-        except ValueError as exc:
-            raise BadRequest(str(exc)) from None
+        dataset, version = names.parse_version_ref(ref)  # Invalid is BadRequest
         dv = self._version(s, dataset, version)
         return dv, S.VersionRef(ref=f"{dv.dataset.name}:v{dv.version}", dataset=dv.dataset.name, version=dv.version)
 
@@ -333,12 +323,13 @@ class Service:
     ) -> S.SampleLineage:
         from lineage.service import samples
 
-        return samples.sample_lineage(self, check_sample_id(sample_id), dataset=dataset, include_text=include_text)
+        sample_id = names.check_sample_id(sample_id)
+        return samples.sample_lineage(self, sample_id, dataset=dataset, include_text=include_text)
 
     def why_not(self, sample_id: str, release: str) -> S.WhyNot:
         from lineage.service import samples
 
-        return samples.why_not(self, check_sample_id(sample_id), release)
+        return samples.why_not(self, names.check_sample_id(sample_id), release)
 
     def source_releases(
         self, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
