@@ -121,11 +121,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def install(app: FastAPI) -> None:
-    from pydantic import ValidationError
     from sqlalchemy.exc import DataError, IntegrityError
 
-    # The tree, the database refusals, and the builtins the legacy fallbacks of ``translate`` still classify.
-    for cls in (LineageError, KeyError, ValueError, ValidationError, LookupError, DataError, IntegrityError):
+    # The tree and the database refusals; any other exception is a bug, answered by ``RequestId``.
+    for cls in (LineageError, DataError, IntegrityError):
         app.add_exception_handler(cls, _answer)  # type: ignore[arg-type]
     app.add_exception_handler(HTTPException, _http_error)
     app.add_middleware(RequestId)

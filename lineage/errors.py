@@ -6,9 +6,10 @@ code to its HTTP status and to the class the SDK raises, so the API (``api/error
 (``lineage.client``) and the CLI (``lineage.cli._guard``) translate errors in one place and an error
 reads the same on each: ``str(exc)`` is the whole message.
 
-Until every raise site raises a tree class, :func:`translate` also classifies the foreign errors the
-service lets through (database refusals, and the builtin ``KeyError``/``ValueError`` of modules not
-converted yet); anything it does not know is a bug: a 500 over HTTP, a traceback in the CLI.
+:func:`translate` also classifies the database's refusals (a value it cannot store, a unique key a
+concurrent write took first). Anything else is a bug: a 500 over HTTP with a request id and a log line,
+a traceback in the CLI. Only the CLI, until the pipeline and operator raise sites raise tree classes,
+still takes a builtin ``KeyError``/``ValueError`` for a refusal (``builtins=True``).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def error_class(code: str | None, status: int) -> type[LineageError]:
     return rule.cls
 
 
-def translate(exc: BaseException) -> LineageError | None:
+def translate(exc: BaseException, *, builtins: bool = False) -> LineageError | None:
     """``exc`` as a tree error; None for a bug. Foreign errors keep their message (database errors give
     only the driver's first line: SQLAlchemy's own text carries the statement and its parameters)."""
     if isinstance(exc, LineageError):
@@ -115,7 +116,9 @@ def translate(exc: BaseException) -> LineageError | None:
         if not _unique_violation(exc):  # a missing foreign key, a NULL: a bug
             return None
         return ConcurrentChange(f"conflicts with a concurrent change to the catalog: {_first_line(exc)}")
-    # Legacy fallbacks until every raise site raises a tree class (issue #16, PLAN16 §7.2).
+    if not builtins:
+        return None
+    # The CLI's fallbacks until the pipeline and operator raise sites raise tree classes (PLAN16 §7.2).
     if isinstance(exc, KeyError):
         return NotFound(str(exc.args[0]) if exc.args else str(exc))
     if isinstance(exc, ValidationError | ValueError):

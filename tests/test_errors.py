@@ -42,9 +42,15 @@ def test_the_sdk_picks_the_class_by_code_then_by_status() -> None:
     assert errors.error_class(None, 418) is errors.LineageError
 
 
-def test_a_refined_code_wins_over_the_builtin_fallbacks() -> None:
+def test_a_refined_code_wins_over_its_bases() -> None:
     assert errors.rule_for(errors.ReleaseNotFound("x")).status == 404  # a ReleaseError, hence an Invalid
     assert errors.rule_for(lineage.qc.GateError([])).status == 409
-    assert isinstance(errors.translate(KeyError("gone")), errors.NotFound)
-    assert str(errors.translate(KeyError("gone"))) == "gone"  # not "'gone'"
-    assert errors.translate(RuntimeError("a bug")) is None
+
+
+def test_a_builtin_error_is_a_bug_except_in_the_cli() -> None:
+    """A stray KeyError or ValueError is a bug (500 over HTTP, re-raised by the SDK), not a 404 or 400;
+    only the CLI still reads them as refusals until the pipeline and operator raise sites are converted."""
+    assert errors.translate(KeyError("gone")) is None and errors.translate(ValueError("bad")) is None
+    assert isinstance(errors.translate(KeyError("gone"), builtins=True), errors.NotFound)
+    assert str(errors.translate(KeyError("gone"), builtins=True)) == "gone"  # not "'gone'"
+    assert errors.translate(RuntimeError("a bug"), builtins=True) is None

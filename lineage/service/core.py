@@ -141,7 +141,7 @@ class Service:
             return self._dataset_out(s, self._dataset(s, name))
 
     def update_dataset(self, name: str, update: S.DatasetUpdate | dict[str, Any]) -> Any:
-        changes = S.DatasetUpdate.model_validate(update).model_dump(exclude_unset=True, exclude_none=True)
+        changes = S.parse_input(S.DatasetUpdate, update).model_dump(exclude_unset=True, exclude_none=True)
         with self.catalog.session() as s:
             ds = self._dataset(s, name)
             for key, value in changes.items():
@@ -251,7 +251,9 @@ class Service:
 
     def create_release(self, body: S.ReleaseCreate | dict[str, Any], *, actor: str = "local") -> S.ReleaseResult:
         """Publish (or, with ``draft``, only record) a release. Same content again: ``changed`` is False."""
-        req = S.ReleaseCreate.model_validate(body)
+        req = S.parse_input(S.ReleaseCreate, body)
+        with self.catalog.session() as s:  # NotFound here, before publishing reads its files
+            self._version(s, req.dataset or req.name, req.version)
         release, changed = releases.publish(
             self.catalog,
             self.settings,
@@ -295,7 +297,7 @@ class Service:
 
     def record_read(self, ref: str, body: S.ReadCreate | dict[str, Any], *, actor: str = "local") -> Any:
         """A usage record for one rank of a training job; ``actor`` is kept as who recorded it."""
-        req = S.ReadCreate.model_validate(body)
+        req = S.parse_input(S.ReadCreate, body)
         with self.catalog.session() as s:
             release = releases.get_release(s, ref)
             read = usage.record_read(
@@ -340,7 +342,7 @@ class Service:
 
     # -- dataset-level lineage (OpenLineage) ----------------------------------------------------
     def ingest_event(self, event: openlineage.RunEvent | dict[str, Any]) -> S.EventAccepted:
-        ev = event if isinstance(event, openlineage.RunEvent) else openlineage.RunEvent.model_validate(event)
+        ev = S.parse_input(openlineage.RunEvent, event)
         with self.catalog.session() as s:
             openlineage.ingest(s, ev)
         return S.EventAccepted(
@@ -373,7 +375,7 @@ class Service:
     def create_token(self, name: str, role: str = "reader", *, actor: str = "local") -> Any:
         if role not in auth.ROLES:
             raise BadRequest(f"unknown role {role!r}: use one of {', '.join(auth.ROLES)}")
-        body = S.TokenCreate(name=name, role=role)  # type: ignore[arg-type]
+        body = S.parse_input(S.TokenCreate, {"name": name, "role": role})
         return self.tokens.create(body.name, body.role, created_by=actor)
 
     def list_tokens(self) -> list[Any]:

@@ -12,10 +12,11 @@ from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import sqlalchemy as sa
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from lineage import usage
 from lineage.catalog import models
+from lineage.errors import Invalid
 from storage import names
 
 T = TypeVar("T")
@@ -131,6 +132,17 @@ class Page(BaseModel, Generic[T]):
 # -- request bodies ---------------------------------------------------------------------------
 Text = Annotated[str, Field(pattern=names.NO_NUL_PATTERN)]
 Name = Annotated[str, Field(pattern=names.NAME_PATTERN, max_length=names.NAME_MAX)]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_input(model: type[M], body: M | dict[str, Any]) -> M:
+    """A request body as ``model``; a body the model refuses is :class:`~lineage.errors.Invalid` (400).
+    Only input models go through here: an output model refusing a row is a bug (500)."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise Invalid(str(exc)) from None
 
 
 class DatasetUpdate(BaseModel):

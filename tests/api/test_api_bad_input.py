@@ -138,15 +138,19 @@ def test_every_answer_carries_a_request_id_and_a_refusal_names_it(server: Server
         assert forged.headers["x-request-id"] == forged.json()["request_id"] != "x" * 129
 
 
-def test_a_bug_is_a_500_with_a_request_id_and_a_log_line(world: World, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("bug", [RuntimeError, KeyError, ValueError])  # KeyError was a 404, ValueError a 400
+def test_a_bug_is_a_500_with_a_request_id_and_a_log_line(
+    world: World, caplog: pytest.LogCaptureFixture, bug: type[Exception]
+) -> None:
     """An exception no refusal class covers is the server's fault: a JSON 500 naming the request, whose id
-    the log line carries; never a 4xx and never a bare text page."""
+    the log line carries; never a 4xx and never a bare text page. In-process, the SDK lets it through."""
     from api.app import create_app
+    from lineage.client import Client
     from lineage.service.core import Service
 
     class Buggy(Service):
         def get_dataset(self, name: str) -> object:
-            raise RuntimeError("a bug in get_dataset")
+            raise bug("a bug in get_dataset")
 
     buggy = Buggy(world.settings)
     with ServerThread(create_app(world.settings, buggy)) as srv, httpx.Client(base_url=f"{srv.url}/api/v1") as http:
@@ -157,3 +161,5 @@ def test_a_bug_is_a_500_with_a_request_id_and_a_log_line(world: World, caplog: p
     assert body["request_id"] == answer.headers["x-request-id"]
     logged = [r for r in caplog.records if r.name == "api.errors" and body["request_id"] in r.getMessage()]
     assert logged and logged[0].exc_info is not None and "a bug in get_dataset" in str(logged[0].exc_info[1])
+    with pytest.raises(bug, match="a bug in get_dataset"):
+        Client(service=buggy).dataset("clean")
