@@ -15,14 +15,16 @@ import uuid
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
+from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lineage.errors import LineageError, rule_for, translate
+from lineage.errors import Invalid, LineageError, rule_for, translate
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +99,14 @@ def _answer(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=rule.status, headers=headers)
 
 
+async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's own validation of paths, queries and bodies: its 422 and its list of errors, plus the
+    code every refusal carries and the request id."""
+    assert isinstance(exc, RequestValidationError)
+    body = {"detail": jsonable_encoder(exc.errors()), "code": Invalid.code, "request_id": request_id(request)}
+    return JSONResponse(body, status_code=422)
+
+
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
@@ -126,5 +136,6 @@ def install(app: FastAPI) -> None:
     # The tree and the database refusals; any other exception is a bug, answered by ``RequestId``.
     for cls in (LineageError, DataError, IntegrityError):
         app.add_exception_handler(cls, _answer)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_middleware(RequestId)

@@ -136,6 +136,10 @@ def test_every_answer_carries_a_request_id_and_a_refusal_names_it(server: Server
         assert given.headers["x-request-id"] == given.json()["request_id"] == "trace-7.a:b"
         forged = http.get("/datasets/nope", headers={"X-Request-ID": "x" * 129})  # not echoed, not logged
         assert forged.headers["x-request-id"] == forged.json()["request_id"] != "x" * 129
+        invalid = http.get("/datasets", params={"limit": 0})  # FastAPI's own validation: its 422 and list
+        assert invalid.status_code == 422 and invalid.json()["code"] == "bad_request"
+        assert invalid.json()["request_id"] == invalid.headers["x-request-id"]
+        assert invalid.json()["detail"][0]["loc"] == ["query", "limit"]
 
 
 @pytest.mark.parametrize("bug", [RuntimeError, KeyError, ValueError])  # KeyError was a 404, ValueError a 400
