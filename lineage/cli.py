@@ -115,20 +115,21 @@ def run(
 
 
 def _guard(action: Any) -> Any:
-    """Turn expected user-facing errors into one clear line instead of a traceback."""
-    from pydantic import ValidationError
-
-    from lineage.qc import GateError
-    from lineage.releases import ReleaseError
+    """Turn expected user-facing errors into one clear line instead of a traceback: the errors tree
+    (classified by :func:`lineage.errors.translate`, as the API and the SDK do), plus the CLI-only
+    errors not yet in the tree. Anything else is a bug and prints its traceback."""
+    from lineage.errors import translate
     from lineage.replicas import ReplicaError
     from pipelines.runner import RunError
     from storage.transfer import TransferError
 
-    expected = (ReleaseError, ReplicaError, TransferError, GateError, RunError, KeyError, FileNotFoundError)
     try:
         return action()
-    except (*expected, ValueError, ValidationError) as exc:
-        _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
+    except Exception as exc:
+        error = translate(exc, builtins=True)
+        if error is None and not isinstance(exc, ReplicaError | TransferError | RunError | FileNotFoundError):
+            raise
+        _fail(str(exc if error is None else error))
 
 
 def print_counts(counts: dict[str, Any]) -> None:

@@ -1,9 +1,10 @@
 """The Python SDK: ``lineage.Client(url, token)`` talks to a server; ``lineage.Client()`` runs the
 same operations in-process through the service layer (no server needed).
 
-Both return the same pydantic models (:mod:`lineage.service.schemas`) and raise the same errors
-(:mod:`lineage.service.errors`: ``BadRequest``, ``Unauthorized``, ``Forbidden``, ``NotFound``,
-``Conflict``), so code written against one works against the other.
+Both return the same pydantic models (:mod:`lineage.service.schemas`) and raise the same errors, with
+the same message: the classes of :mod:`lineage.errors` (``BadRequest`` is ``Invalid``; ``Unauthorized``,
+``Forbidden``, ``NotFound``, ``Conflict`` and their subclasses), chosen over HTTP by the body's ``code``.
+So code written against one works against the other.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
+from lineage import errors
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError, Unauthorized
+from storage.names import parse_release_ref
 
 if TYPE_CHECKING:
     from lineage.service.core import Service
@@ -22,14 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BadRequest", "Client", "Conflict", "Forbidden", "NotFound", "ServiceError", "Unauthorized"]
 
-_BY_STATUS: dict[int, type[ServiceError]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    422: BadRequest,
-}
 R = TypeVar("R")
 
 
@@ -42,17 +37,13 @@ def _translated(fn: Callable[..., R]) -> Callable[..., R]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> R:
-        from lineage.service.errors import message_for, status_for
-
         try:
             return fn(*args, **kwargs)
-        except ServiceError:
-            raise
         except Exception as exc:
-            status = status_for(exc)
-            if status is None:
+            error = errors.translate(exc)
+            if error is None or error is exc:
                 raise
-            raise _BY_STATUS.get(status, ServiceError)(message_for(exc)) from exc
+            raise error from exc
 
     return wrapper
 
@@ -111,12 +102,13 @@ class Client:
         response = self._http.request(method, path, params=clean, json=json)
         if response.status_code >= 400:
             try:
-                detail = response.json().get("detail", response.text)
+                body = response.json()
             except ValueError:
-                detail = response.text
-            if not isinstance(detail, str):
-                detail = str(detail)
-            raise _BY_STATUS.get(response.status_code, ServiceError)(f"{response.status_code}: {detail}")
+                body = None
+            body = body if isinstance(body, dict) else {}
+            detail, code = body.get("detail", response.text), body.get("code")
+            cls = errors.error_class(code if isinstance(code, str) else None, response.status_code)
+            raise cls(detail if isinstance(detail, str) else str(detail))
         return response.json()
 
     def _call(self, local: Callable[[], R], method: str, path: str, model: Any, **kw: Any) -> R:
@@ -210,10 +202,8 @@ class Client:
 
     @staticmethod
     def _split(ref: str) -> tuple[str, str]:
-        from lineage.releases import parse_ref
-
         try:
-            return parse_ref(ref)
+            return parse_release_ref(ref)
         except ValueError as exc:
             raise BadRequest(str(exc)) from exc
 

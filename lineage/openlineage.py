@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from lineage.catalog import Catalog, Dataset, DatasetVersion, LineageEdge, LineageEvent, LineageNode, Run
 from lineage.catalog.models import as_utc, utcnow
 from lineage.settings import Settings
+from storage.names import NO_NUL_PATTERN
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ NODE_ID_PATTERN = r"^(dataset|job):.+:.+$"  # namespaces and names may themselve
 _Text = Field(min_length=1, max_length=1000)
 
 
-Str = Annotated[str, Field(pattern=r"^[^\x00]*$")]  # stored in text columns: PostgreSQL refuses NUL
+Str = Annotated[str, Field(pattern=NO_NUL_PATTERN)]  # stored in text columns
 
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 

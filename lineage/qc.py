@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from lineage.catalog import DatasetVersion, Run
+from lineage.errors import GateFailed
 from lineage.settings import Settings
 from operators import registry
 from operators.quality.report import rule_counts
@@ -39,13 +40,12 @@ class GateConfig(BaseModel):
     required_rule_sets: list[str] = Field(default_factory=list)
 
 
-class GateError(ValueError):
+class GateError(GateFailed):
     """Publishing refused: conditions failed (each named with its measured value)."""
 
     def __init__(self, failures: list[dict[str, Any]]) -> None:
-        self.failures = failures
         lines = [f"{f['condition']}: measured {f['measured']} (limit {f['limit']})" for f in failures]
-        super().__init__("publish gate failed:\n  " + "\n  ".join(lines))
+        super().__init__("publish gate failed:\n  " + "\n  ".join(lines), failures)
 
 
 def _rule_table(lineage: Any) -> list[dict[str, Any]]:

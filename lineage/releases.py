@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Any
 
 import xxhash
@@ -14,28 +13,17 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
+from lineage.errors import ReleaseConflict, ReleaseError, ReleaseNotFound
 from lineage.qc import GateConfig, GateError, build_report, evaluate_gate
 from lineage.settings import Settings
 from storage.checksum import file_digest
 from storage.delta import version_files
+from storage.names import parse_release_ref
 from storage.tier import get_tier
 
 log = logging.getLogger(__name__)
 
 MANIFEST_FORMAT = 1
-_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,127})@([A-Za-z0-9][A-Za-z0-9._-]{0,127})$")
-
-
-class ReleaseError(ValueError):
-    """A release request the catalog refuses (unknown, conflicting, immutable)."""
-
-
-class ReleaseNotFound(ReleaseError, LookupError):
-    """The release does not exist."""
-
-
-class ReleaseConflict(ReleaseError):
-    """The request contradicts what is already recorded (different content, wrong state)."""
 
 
 DRAFT, PUBLISHED, DEPRECATED = "draft", "published", "deprecated"
@@ -44,10 +32,11 @@ LIVE_STATES = (PUBLISHED, DEPRECATED)
 
 
 def parse_ref(ref: str) -> tuple[str, str]:
-    match = _REF.match(ref)
-    if not match:
-        raise ReleaseError(f"invalid release reference {ref!r}: expected NAME@TAG")
-    return match.group(1), match.group(2)
+    """``NAME@TAG`` → ``(name, tag)`` (the grammar is :mod:`storage.names`)."""
+    try:
+        return parse_release_ref(ref)
+    except ValueError as exc:
+        raise ReleaseError(str(exc)) from None
 
 
 def build_manifest(dv: DatasetVersion, run: Run | None, settings: Settings) -> dict[str, Any]:

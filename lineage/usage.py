@@ -12,12 +12,13 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from lineage.catalog import Release, ReleaseRead
+from lineage.errors import Invalid
 
 
 def check_rank(rank: int, world_size: int) -> None:
     """Ranks of a job are numbered 0 .. world_size - 1."""
     if not 0 <= rank < world_size:
-        raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+        raise Invalid(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
 
 
 def record_read(

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+from storage.names import check_name
 
-
-def check_name(name: str, what: str = "dataset") -> str:
-    if not _NAME.match(name):
-        raise ValueError(
-            f"invalid {what} name {name!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
-        )
-    return name
+__all__ = ["DatasetTables", "check_name", "run_prefix"]
 
 
 @dataclass(frozen=True)

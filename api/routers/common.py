@@ -6,15 +6,14 @@ from typing import Annotated, Any
 
 from fastapi import Path, Query
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL: refuse it the same way on every backend
+from storage.names import NAME_MAX, NAME_PATTERN, SAMPLE_ID_PATTERN
 
 Limit = Annotated[int | None, Query(ge=1, le=1000, description="Page size (default from settings).")]
 Offset = Annotated[int, Query(ge=0, le=2**31 - 1, description="Items to skip.")]
-Name = Annotated[str, Path(pattern=NAME_PATTERN, max_length=128, description="A dataset or release name.")]
-Tag = Annotated[str, Path(pattern=NAME_PATTERN, max_length=128, description="A release tag.")]
+Name = Annotated[str, Path(pattern=NAME_PATTERN, max_length=NAME_MAX, description="A dataset or release name.")]
+Tag = Annotated[str, Path(pattern=NAME_PATTERN, max_length=NAME_MAX, description="A release tag.")]
 VersionNumber = Annotated[int, Path(ge=1, le=2**31 - 1, description="A dataset version number.")]
-SampleId = Annotated[str, Path(pattern=r"^[\x21-\x7e]{1,200}$", description="A sample's id.")]
+SampleId = Annotated[str, Path(pattern=SAMPLE_ID_PATTERN, description="A sample's id.")]
 
 DIFF = "diff"  # operationId of GET /diff: resources a diff can start from link to it
 

@@ -7,12 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from api.deps import CallerFirstRoute, Reader, ServiceDep, Writer
-from api.routers.common import DIFF, NO_NUL, Limit, Name, Offset, VersionNumber, diff_link
+from api.routers.common import DIFF, Limit, Name, Offset, VersionNumber, diff_link
 from lineage.service import schemas as S
+from storage.names import NO_NUL_PATTERN, REF_PATTERN
 
 router = APIRouter(tags=["datasets"], route_class=CallerFirstRoute)
 
-REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[A-Za-z0-9][A-Za-z0-9._-]{0,127}|:v?[0-9]{1,9})?$"
 Ref = Annotated[
     str,
     Query(
@@ -30,8 +30,8 @@ def list_datasets(
     _: Reader,
     limit: Limit = None,
     offset: Offset = 0,
-    tag: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
-    owner: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
+    tag: Annotated[str | None, Query(max_length=200, pattern=NO_NUL_PATTERN)] = None,
+    owner: Annotated[str | None, Query(max_length=200, pattern=NO_NUL_PATTERN)] = None,
 ) -> Any:
     return service.list_datasets(limit, offset, tag=tag, owner=owner)
 

@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Query, Response
 
 from api.deps import CallerFirstRoute, Reader, ServiceDep, Writer
-from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Name, Offset, Tag, diff_link
+from api.routers.common import Limit, Name, Offset, Tag, diff_link
 from lineage.service import schemas as S
+from storage.names import NAME_MAX, NAME_PATTERN, NO_NUL_PATTERN
 
 router = APIRouter(tags=["releases"], route_class=CallerFirstRoute)
 
@@ -30,7 +31,7 @@ def list_releases(
     _: Reader,
     limit: Limit = None,
     offset: Offset = 0,
-    name: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=128)] = None,
+    name: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=NAME_MAX)] = None,
     state: Literal["draft", "published", "deprecated"] | None = None,
 ) -> Any:
     return service.list_releases(limit, offset, name=name, state=state)
@@ -107,7 +108,7 @@ def list_reads(
     _: Reader,
     limit: Limit = None,
     offset: Offset = 0,
-    job: Annotated[str | None, Query(min_length=1, max_length=300, pattern=NO_NUL)] = None,
+    job: Annotated[str | None, Query(min_length=1, max_length=300, pattern=NO_NUL_PATTERN)] = None,
 ) -> Any:
     """Which training jobs opened the release (one record per rank), newest first."""
     return service.list_reads(f"{name}@{tag}", limit, offset, job=job)

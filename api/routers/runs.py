@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query
 
 from api.deps import CallerFirstRoute, Reader, ServiceDep
-from api.routers.common import NAME_PATTERN, NO_NUL, Limit, Offset
+from api.routers.common import Limit, Offset
 from lineage.openlineage import RUN_ID_MAX_LENGTH
 from lineage.service import schemas as S
+from storage.names import NAME_MAX, NAME_PATTERN, NO_NUL_PATTERN
 
 router = APIRouter(tags=["runs"], route_class=CallerFirstRoute)
 
@@ -20,7 +21,7 @@ def list_runs(
     _: Reader,
     limit: Limit = None,
     offset: Offset = 0,
-    dataset: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=128)] = None,
+    dataset: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=NAME_MAX)] = None,
     status: Literal["running", "succeeded", "failed"] | None = None,
 ) -> Any:
     return service.list_runs(limit, offset, dataset=dataset, status=status)
@@ -31,7 +32,7 @@ RunId = Annotated[
     Path(
         min_length=1,
         max_length=RUN_ID_MAX_LENGTH,
-        pattern=NO_NUL,
+        pattern=NO_NUL_PATTERN,
         description="A run's id, as in its OpenLineage events (ours are UUIDs; any other is not found).",
     ),
 ]

@@ -7,12 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.deps import CallerFirstRoute, Reader, ServiceDep
-from api.routers.common import NAME_PATTERN, SampleId
+from api.routers.common import SampleId
 from lineage.service import schemas as S
+from storage.names import NAME_MAX, NAME_PATTERN, RELEASE_REF_PATTERN
 
 router = APIRouter(tags=["samples"], route_class=CallerFirstRoute)
 
-ReleaseRef = Annotated[str, Query(pattern=rf"{NAME_PATTERN[:-1]}@{NAME_PATTERN[1:]}", description="NAME@TAG")]
+ReleaseRef = Annotated[str, Query(pattern=RELEASE_REF_PATTERN, description="NAME@TAG")]
 
 
 @router.get("/samples/{sample_id}/lineage", response_model=S.SampleLineage)
@@ -20,7 +21,7 @@ def sample_lineage(
     sample_id: SampleId,
     service: ServiceDep,
     _: Reader,
-    dataset: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=128)] = None,
+    dataset: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=NAME_MAX)] = None,
     include_text: bool = False,
 ) -> S.SampleLineage:
     """Source file and row, every operator's verdict and reason, duplicate cluster and kept sample."""

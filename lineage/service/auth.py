@@ -20,7 +20,7 @@ from sqlalchemy import select
 from lineage.catalog import ApiToken, Catalog
 from lineage.catalog.models import utcnow
 from lineage.service import schemas as S
-from lineage.service.errors import Forbidden, NotFound, Unauthorized
+from lineage.service.errors import BadRequest, Forbidden, NotFound, Unauthorized
 
 ROLES = {"reader": 1, "writer": 2, "admin": 3}
 TOKEN_PREFIX = "llt_"
@@ -54,7 +54,7 @@ class TokenStore:
 
     def create(self, name: str, role: str, *, created_by: str = "local") -> Any:
         if role not in ROLES:
-            raise ValueError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
+            raise BadRequest(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         with self.catalog.session() as s:
             row = ApiToken(name=name, role=role, token_hash=hash_token(token), prefix=token[:12], created_by=created_by)

@@ -21,18 +21,11 @@ from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.tables import Duck, TableCache
 from lineage.settings import Settings, get_settings
+from storage import names
 
 log = logging.getLogger(__name__)
 
-_VERSION_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,127})(?::v?(\d{1,9}))?$")
-_SAMPLE_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
 MAX_LIMIT = 1000
-
-
-def check_sample_id(sample_id: str) -> str:
-    if not _SAMPLE_ID.match(sample_id):
-        raise BadRequest(f"invalid sample id {sample_id[:80]!r}: expected 1-200 printable ASCII characters")
-    return sample_id
 
 
 class Service:
@@ -148,7 +141,7 @@ class Service:
             return self._dataset_out(s, self._dataset(s, name))
 
     def update_dataset(self, name: str, update: S.DatasetUpdate | dict[str, Any]) -> Any:
-        changes = S.DatasetUpdate.model_validate(update).model_dump(exclude_unset=True, exclude_none=True)
+        changes = S.parse_input(S.DatasetUpdate, update).model_dump(exclude_unset=True, exclude_none=True)
         with self.catalog.session() as s:
             ds = self._dataset(s, name)
             for key, value in changes.items():
@@ -173,10 +166,8 @@ class Service:
             rel = releases.get_release(s, ref)
             dv = rel.dataset_version
             return dv, S.VersionRef(ref=ref, dataset=dv.dataset.name, version=dv.version, release=rel.ref)
-        match = _VERSION_REF.match(ref)
-        if not match:
-            raise BadRequest(f"invalid reference {ref!r}: expected NAME@TAG, DATASET:vN or DATASET")
-        dv = self._version(s, match.group(1), int(match.group(2)) if match.group(2) else None)
+        dataset, version = names.parse_version_ref(ref)  # Invalid is BadRequest
+        dv = self._version(s, dataset, version)
         return dv, S.VersionRef(ref=f"{dv.dataset.name}:v{dv.version}", dataset=dv.dataset.name, version=dv.version)
 
     def diff(self, base: str, target: str) -> S.Diff:
@@ -260,7 +251,9 @@ class Service:
 
     def create_release(self, body: S.ReleaseCreate | dict[str, Any], *, actor: str = "local") -> S.ReleaseResult:
         """Publish (or, with ``draft``, only record) a release. Same content again: ``changed`` is False."""
-        req = S.ReleaseCreate.model_validate(body)
+        req = S.parse_input(S.ReleaseCreate, body)
+        with self.catalog.session() as s:  # NotFound here, before publishing reads its files
+            self._version(s, req.dataset or req.name, req.version)
         release, changed = releases.publish(
             self.catalog,
             self.settings,
@@ -304,7 +297,7 @@ class Service:
 
     def record_read(self, ref: str, body: S.ReadCreate | dict[str, Any], *, actor: str = "local") -> Any:
         """A usage record for one rank of a training job; ``actor`` is kept as who recorded it."""
-        req = S.ReadCreate.model_validate(body)
+        req = S.parse_input(S.ReadCreate, body)
         with self.catalog.session() as s:
             release = releases.get_release(s, ref)
             read = usage.record_read(
@@ -332,12 +325,13 @@ class Service:
     ) -> S.SampleLineage:
         from lineage.service import samples
 
-        return samples.sample_lineage(self, check_sample_id(sample_id), dataset=dataset, include_text=include_text)
+        sample_id = names.check_sample_id(sample_id)
+        return samples.sample_lineage(self, sample_id, dataset=dataset, include_text=include_text)
 
     def why_not(self, sample_id: str, release: str) -> S.WhyNot:
         from lineage.service import samples
 
-        return samples.why_not(self, check_sample_id(sample_id), release)
+        return samples.why_not(self, names.check_sample_id(sample_id), release)
 
     def source_releases(
         self, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
@@ -348,7 +342,7 @@ class Service:
 
     # -- dataset-level lineage (OpenLineage) ----------------------------------------------------
     def ingest_event(self, event: openlineage.RunEvent | dict[str, Any]) -> S.EventAccepted:
-        ev = event if isinstance(event, openlineage.RunEvent) else openlineage.RunEvent.model_validate(event)
+        ev = S.parse_input(openlineage.RunEvent, event)
         with self.catalog.session() as s:
             openlineage.ingest(s, ev)
         return S.EventAccepted(
@@ -381,7 +375,7 @@ class Service:
     def create_token(self, name: str, role: str = "reader", *, actor: str = "local") -> Any:
         if role not in auth.ROLES:
             raise BadRequest(f"unknown role {role!r}: use one of {', '.join(auth.ROLES)}")
-        body = S.TokenCreate(name=name, role=role)  # type: ignore[arg-type]
+        body = S.parse_input(S.TokenCreate, {"name": name, "role": role})
         return self.tokens.create(body.name, body.role, created_by=actor)
 
     def list_tokens(self) -> list[Any]:

@@ -12,10 +12,12 @@ from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import sqlalchemy as sa
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from lineage import usage
 from lineage.catalog import models
+from lineage.errors import Invalid
+from storage import names
 
 T = TypeVar("T")
 
@@ -128,9 +130,19 @@ class Page(BaseModel, Generic[T]):
 
 
 # -- request bodies ---------------------------------------------------------------------------
-Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]  # no NUL: PostgreSQL text cannot hold it
-_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-Name = Annotated[str, Field(pattern=_NAME, max_length=128)]
+Text = Annotated[str, Field(pattern=names.NO_NUL_PATTERN)]
+Name = Annotated[str, Field(pattern=names.NAME_PATTERN, max_length=names.NAME_MAX)]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_input(model: type[M], body: M | dict[str, Any]) -> M:
+    """A request body as ``model``; a body the model refuses is :class:`~lineage.errors.Invalid` (400).
+    Only input models go through here: an output model refusing a row is a bug (500)."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise Invalid(str(exc)) from None
 
 
 class DatasetUpdate(BaseModel):

@@ -123,3 +123,47 @@ def test_lineage_serve_starts_uvicorn_on_loopback(tmp_path: Path) -> None:
         proc.terminate()
         out, _ = proc.communicate(timeout=20)
     assert "single-user mode" in out
+
+
+def test_every_answer_carries_a_request_id_and_a_refusal_names_it(server: ServerThread) -> None:
+    with httpx.Client(base_url=f"{server.url}/api/v1") as http:
+        missing = http.get("/datasets/nope")
+        assert missing.status_code == 404 and missing.json()["code"] == "not_found"
+        rid = missing.headers["x-request-id"]
+        assert missing.json()["request_id"] == rid and len(rid) == 32
+        assert http.get("/datasets").headers["x-request-id"] not in ("", rid)  # one per request
+        given = http.get("/datasets/nope", headers={"X-Request-ID": "trace-7.a:b"})
+        assert given.headers["x-request-id"] == given.json()["request_id"] == "trace-7.a:b"
+        forged = http.get("/datasets/nope", headers={"X-Request-ID": "x" * 129})  # not echoed, not logged
+        assert forged.headers["x-request-id"] == forged.json()["request_id"] != "x" * 129
+        invalid = http.get("/datasets", params={"limit": 0})  # FastAPI's own validation: its 422 and list
+        assert invalid.status_code == 422 and invalid.json()["code"] == "bad_request"
+        assert invalid.json()["request_id"] == invalid.headers["x-request-id"]
+        assert invalid.json()["detail"][0]["loc"] == ["query", "limit"]
+
+
+@pytest.mark.parametrize("bug", [RuntimeError, KeyError, ValueError])  # KeyError was a 404, ValueError a 400
+def test_a_bug_is_a_500_with_a_request_id_and_a_log_line(
+    world: World, caplog: pytest.LogCaptureFixture, bug: type[Exception]
+) -> None:
+    """An exception no refusal class covers is the server's fault: a JSON 500 naming the request, whose id
+    the log line carries; never a 4xx and never a bare text page. In-process, the SDK lets it through."""
+    from api.app import create_app
+    from lineage.client import Client
+    from lineage.service.core import Service
+
+    class Buggy(Service):
+        def get_dataset(self, name: str) -> object:
+            raise bug("a bug in get_dataset")
+
+    buggy = Buggy(world.settings)
+    with ServerThread(create_app(world.settings, buggy)) as srv, httpx.Client(base_url=f"{srv.url}/api/v1") as http:
+        answer = http.get("/datasets/clean")
+    assert answer.status_code == 500, answer.text
+    body = answer.json()
+    assert body["code"] == "internal" and "a bug" not in body["detail"]
+    assert body["request_id"] == answer.headers["x-request-id"]
+    logged = [r for r in caplog.records if r.name == "api.errors" and body["request_id"] in r.getMessage()]
+    assert logged and logged[0].exc_info is not None and "a bug in get_dataset" in str(logged[0].exc_info[1])
+    with pytest.raises(bug, match="a bug in get_dataset"):
+        Client(service=buggy).dataset("clean")

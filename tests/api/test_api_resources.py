@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from lineage import errors
 from lineage.client import BadRequest, Client, Conflict, NotFound
-from tests.api.conftest import World
+from tests.api.conftest import ServerThread, World
 
 
 def test_datasets_versions_and_metadata(client: Client, world: World) -> None:
@@ -52,6 +53,36 @@ def test_diff_between_versions_and_releases(client: Client) -> None:
         client.diff("clean:vX!", "clean")
     with pytest.raises(NotFound):
         client.diff("clean@nope", "clean")
+
+
+def _refusal(call: object) -> errors.LineageError:
+    try:
+        call()  # type: ignore[operator]
+    except errors.LineageError as exc:
+        return exc
+    raise AssertionError("the call was not refused")
+
+
+@pytest.mark.parametrize(
+    ("call", "code"),
+    [
+        (lambda c: c.dataset("nope"), "not_found"),
+        (lambda c: c.version("clean", 99), "not_found"),
+        (lambda c: c.release("clean@missing"), "release_not_found"),
+        (lambda c: c.create_release("clean@v1", version=2), "release_conflict"),
+        (lambda c: c.create_release("ghost@v1"), "not_found"),
+        (lambda c: c.release("not a ref"), "bad_request"),
+    ],
+)
+def test_a_refusal_is_the_same_class_and_message_in_process_and_over_http(
+    world: World, server: ServerThread, call: object, code: str
+) -> None:
+    """The SDK picks the class by the body's code (one table, lineage.errors); the text has no "404: "."""
+    local = _refusal(lambda: call(Client(service=world.service)))  # type: ignore[operator]
+    with Client(server.url) as remote_client:
+        remote = _refusal(lambda: call(remote_client))  # type: ignore[operator]
+    assert (type(remote), str(remote)) == (type(local), str(local))
+    assert local.code == code and errors.BY_CODE[code].cls is type(local)
 
 
 def test_runs(client: Client, world: World) -> None:

@@ -20,9 +20,9 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from lineage.catalog import Catalog, Dataset, Release, Replica
+from lineage.errors import rule_for, translate
 from lineage.releases import ReleaseConflict, publish
 from lineage.service.core import Service
-from lineage.service.errors import classify, message_for, status_for
 from lineage.settings import Settings
 from pipelines.runner import Runner
 from tests.api.conftest import BACKENDS, ServerThread, build_corpus, make_settings, spec
@@ -184,12 +184,13 @@ def test_a_unique_violation_is_a_clean_409(backend: str, request: pytest.Fixture
             s.add(Dataset(name="taken", tier="local"))
         with pytest.raises(IntegrityError) as unique, catalog.session() as s:
             s.add(Dataset(name="taken", tier="local", description=secret))
-        assert classify(unique.value) == (409, "concurrent_change")
-        message = message_for(unique.value)
+        conflict = translate(unique.value)
+        assert conflict is not None and (rule_for(conflict).status, conflict.code) == (409, "concurrent_change")
+        message = str(conflict)
         assert message.startswith("conflicts with a concurrent change to the catalog: ")
         assert secret not in message and "INSERT" not in message and "\n" not in message
         with pytest.raises(IntegrityError) as dangling, catalog.session() as s:
             s.add(Replica(release_id=987654, tier="local", table_path="t"))
-        assert status_for(dangling.value) is None
+        assert translate(dangling.value) is None
     finally:
         catalog.dispose()
