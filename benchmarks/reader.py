@@ -148,7 +148,7 @@ def plain(home: Path, config: Path | None, ref: str, rank: int, world: int, tier
     import pyarrow.dataset as pads
 
     from lineage.catalog import Catalog
-    from lineage.releases import get_release
+    from lineage.catalog.queries import get_release
     from lineage.replicas import verified_locations
     from lineage.settings import get_settings
     from storage.tier import get_tier
@@ -246,7 +246,7 @@ def main() -> None:
     home, ref = build_release(args.gb)
     _env(home, None)
     from lineage.catalog import Catalog
-    from lineage.releases import get_release
+    from lineage.catalog.queries import get_release
     from lineage.settings import get_settings
 
     with Catalog(get_settings().catalog_url or "").session() as s:

@@ -205,8 +205,8 @@ def release_report(
     out: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
 ) -> None:
     """Write the release's QC report as a self-contained HTML page with charts."""
+    from lineage.catalog.queries import get_release
     from lineage.qc import report_html
-    from lineage.releases import get_release
 
     with _catalog().session() as s:
         release = _guard(lambda: get_release(s, ref))
@@ -275,7 +275,7 @@ def release_list() -> None:
 @release_app.command("show")
 def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
     """Show a release's manifest and quality summary."""
-    from lineage.releases import get_release
+    from lineage.catalog.queries import get_release
 
     with _catalog().session() as s:
         release = _guard(lambda: get_release(s, ref))
@@ -293,7 +293,7 @@ def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
         for f in m["files"]:
             files.add_row(f["path"], f"{f['rows']:,}", f"{f['size']:,}", f["xxh3_128"])
         console.print(files)
-        from lineage.replicas import replicas_of
+        from lineage.catalog.queries import replicas_of
         from lineage.usage import last_used
 
         for r in replicas_of(s, release):

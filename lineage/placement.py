@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, Release, ReleasePin
 from lineage.catalog.models import utcnow
-from lineage.releases import get_release
+from lineage.catalog.queries import get_release
 from lineage.replicas import verified_locations
 from lineage.settings import Settings
 from lineage.usage import last_used

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Any
 
 import xxhash
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
+from lineage.catalog.queries import ReleaseError, dataset_version, get_release, parse_ref
+from lineage.catalog.queries import ReleaseNotFound as ReleaseNotFound  # re-exported: its importers predate queries
 from lineage.qc import GateConfig, GateError, build_report, evaluate_gate
 from lineage.settings import Settings
 from storage.checksum import file_digest
@@ -23,15 +23,6 @@ from storage.tier import get_tier
 log = logging.getLogger(__name__)
 
 MANIFEST_FORMAT = 1
-_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,127})@([A-Za-z0-9][A-Za-z0-9._-]{0,127})$")
-
-
-class ReleaseError(ValueError):
-    """A release request the catalog refuses (unknown, conflicting, immutable)."""
-
-
-class ReleaseNotFound(ReleaseError, LookupError):
-    """The release does not exist."""
 
 
 class ReleaseConflict(ReleaseError):
@@ -41,13 +32,6 @@ class ReleaseConflict(ReleaseError):
 DRAFT, PUBLISHED, DEPRECATED = "draft", "published", "deprecated"
 # A live release may still be read: its files and pinned Delta versions are never deleted.
 LIVE_STATES = (PUBLISHED, DEPRECATED)
-
-
-def parse_ref(ref: str) -> tuple[str, str]:
-    match = _REF.match(ref)
-    if not match:
-        raise ReleaseError(f"invalid release reference {ref!r}: expected NAME@TAG")
-    return match.group(1), match.group(2)
 
 
 def build_manifest(dv: DatasetVersion, run: Run | None, settings: Settings) -> dict[str, Any]:
@@ -93,14 +77,6 @@ def content_digest(manifest: dict[str, Any]) -> str:
     return xxhash.xxh3_128_hexdigest(json.dumps(body, sort_keys=True).encode())
 
 
-def get_release(session: Session, ref: str) -> Release:
-    name, tag = parse_ref(ref)
-    release = session.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
-    if release is None:
-        raise ReleaseNotFound(f"release {ref} does not exist")
-    return release
-
-
 def publish(
     catalog: Catalog,
     settings: Settings,
@@ -120,12 +96,10 @@ def publish(
     ``draft=True`` records the release (pinned version, manifest, digest) without publishing it;
     publishing the same content later turns the draft into a published release.
     """
-    from pipelines.runner import latest_version  # runner imports the catalog; avoid a cycle at import
-
     name, tag = parse_ref(ref)
     try:
         with catalog.session() as s:
-            dv = latest_version(s, dataset or name, version)
+            dv = dataset_version(s, dataset or name, version)
             manifest = build_manifest(dv, s.get(Run, dv.run_id), settings)
             digest = content_digest(manifest)
             existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()

@@ -25,7 +25,8 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, Release, Replica, ReplicaFile
 from lineage.catalog.models import utcnow
-from lineage.releases import LIVE_STATES, get_release
+from lineage.catalog.queries import get_release, replicas_of
+from lineage.releases import LIVE_STATES
 from lineage.settings import Settings
 from lineage.transfer_jobs import CopyEngine, copy_on_engine
 from operators.schema import SAMPLE_SCHEMA
@@ -64,10 +65,6 @@ def replica_table_path(release: Release) -> str:
 
 def _specs(release: Release) -> list[FileSpec]:
     return [FileSpec(f["path"], f["size"], f["xxh3_128"]) for f in release.manifest["files"]]
-
-
-def replicas_of(session: Session, release: Release) -> list[Replica]:
-    return list(session.scalars(select(Replica).where(Replica.release_id == release.id).order_by(Replica.id)))
 
 
 def verified_locations(session: Session, release: Release) -> list[Replica]:

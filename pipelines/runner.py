@@ -23,6 +23,7 @@ from sqlalchemy import func, select
 
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Run
 from lineage.catalog.models import utcnow
+from lineage.catalog.queries import dataset_version, get_release
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
 from operators import registry
@@ -80,17 +81,6 @@ def resolve_source(inp: InputSpec, base_dir: Path | None, settings: Settings) ->
     if not Path(root).is_dir():
         raise FileNotFoundError(f"input {inp.dataset!r}: no such file or folder: {path}")
     return SourceSpec(inp.dataset, local_tier(root), pattern, inp.format)
-
-
-def latest_version(session: Any, name: str, version: int | None = None) -> DatasetVersion:
-    query = select(DatasetVersion).join(Dataset).where(Dataset.name == name)
-    if version is not None:
-        query = query.where(DatasetVersion.version == version)
-    found = session.scalars(query.order_by(DatasetVersion.version.desc()).limit(1)).first()
-    if found is None:
-        what = f"version {version} of dataset" if version is not None else "dataset"
-        raise KeyError(f"{what} {name!r} is not in the catalog")
-    return found
 
 
 class Runner:
@@ -182,7 +172,7 @@ class Runner:
                 )
             else:
                 with self.catalog.session() as s:
-                    dv = latest_version(s, inp.dataset, inp.version)
+                    dv = dataset_version(s, inp.dataset, inp.version)
                     tier = get_tier(dv.tier, self.settings)
                     datasets.append(DatasetInput(tier, dv.data_path, dv.data_delta_version, position))
                     recorded.append({"kind": "dataset", "dataset": inp.dataset, "version": dv.version})
@@ -191,8 +181,6 @@ class Runner:
 
     def _resolve_published(self, op: ClusterOperator) -> list[PublishedRelease]:
         """Releases a cluster step dedupes against, with their stored signatures."""
-        from lineage.releases import get_release
-
         found = []
         with self.catalog.session() as s:
             for ref in getattr(op.params, "against", ()):

@@ -15,7 +15,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from lineage import openlineage, releases, usage
-from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run
+from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run, queries
 from lineage.service import auth
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
@@ -24,7 +24,6 @@ from lineage.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
-_VERSION_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,127})(?::v?(\d{1,9}))?$")
 _SAMPLE_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
 MAX_LIMIT = 1000
 
@@ -85,17 +84,6 @@ class Service:
         if ds is None:
             raise NotFound(f"dataset {name!r} does not exist")
         return ds
-
-    @staticmethod
-    def _version(s: Session, name: str, version: int | None) -> DatasetVersion:
-        query = select(DatasetVersion).join(Dataset).where(Dataset.name == name)
-        if version is not None:
-            query = query.where(DatasetVersion.version == version)
-        dv = s.scalars(query.order_by(DatasetVersion.version.desc()).limit(1)).first()
-        if dv is None:
-            what = f"version {version} of dataset {name!r}" if version is not None else f"dataset {name!r}"
-            raise NotFound(f"{what} does not exist" + ("" if version is None else " (or it has no versions)"))
-        return dv
 
     @staticmethod
     def _dataset_out(s: Session, ds: Dataset) -> Any:
@@ -164,19 +152,14 @@ class Service:
 
     def get_version(self, name: str, version: int) -> Any:
         with self.catalog.session() as s:
-            return self._version_out(s, self._version(s, name, version))
+            return self._version_out(s, queries.dataset_version(s, name, version))
 
     # -- diffs --------------------------------------------------------------------------------
     def _resolve(self, s: Session, ref: str) -> tuple[DatasetVersion, S.VersionRef]:
         """``NAME@TAG`` (a release), ``DATASET:vN`` / ``DATASET:N`` (a version) or ``DATASET`` (its latest)."""
-        if "@" in ref:
-            rel = releases.get_release(s, ref)
-            dv = rel.dataset_version
+        dv, rel = queries.resolve_ref(s, ref)
+        if rel is not None:
             return dv, S.VersionRef(ref=ref, dataset=dv.dataset.name, version=dv.version, release=rel.ref)
-        match = _VERSION_REF.match(ref)
-        if not match:
-            raise BadRequest(f"invalid reference {ref!r}: expected NAME@TAG, DATASET:vN or DATASET")
-        dv = self._version(s, match.group(1), int(match.group(2)) if match.group(2) else None)
         return dv, S.VersionRef(ref=f"{dv.dataset.name}:v{dv.version}", dataset=dv.dataset.name, version=dv.version)
 
     def diff(self, base: str, target: str) -> S.Diff:
@@ -256,7 +239,7 @@ class Service:
 
     def get_release(self, ref: str) -> Any:
         with self.catalog.session() as s:
-            return self._release_out(s, releases.get_release(s, ref))
+            return self._release_out(s, queries.get_release(s, ref))
 
     def create_release(self, body: S.ReleaseCreate | dict[str, Any], *, actor: str = "local") -> S.ReleaseResult:
         """Publish (or, with ``draft``, only record) a release. Same content again: ``changed`` is False."""
@@ -283,7 +266,7 @@ class Service:
 
     def get_manifest(self, ref: str) -> dict[str, Any]:
         with self.catalog.session() as s:
-            return dict(releases.get_release(s, ref).manifest)
+            return dict(queries.get_release(s, ref).manifest)
 
     def get_quality(self, ref: str) -> S.Quality:
         quality = self.get_manifest(ref).get("quality") or {}
@@ -292,13 +275,11 @@ class Service:
     # -- replicas and usage (what a training reader needs) --------------------------------------
     def list_replicas(self, ref: str, *, state: str | None = None) -> list[Any]:
         """The release's copies, one per tier; a reader reads from the ``verified`` ones."""
-        from lineage.replicas import replicas_of
-
         with self.catalog.session() as s:
-            release = releases.get_release(s, ref)
+            release = queries.get_release(s, ref)
             return [
                 S.ReplicaOut.model_validate({**_columns(r), "release": release.ref, "file_count": len(r.files)})
-                for r in replicas_of(s, release)
+                for r in queries.replicas_of(s, release)
                 if state is None or r.state == state
             ]
 
@@ -306,7 +287,7 @@ class Service:
         """A usage record for one rank of a training job; ``actor`` is kept as who recorded it."""
         req = S.ReadCreate.model_validate(body)
         with self.catalog.session() as s:
-            release = releases.get_release(s, ref)
+            release = queries.get_release(s, ref)
             read = usage.record_read(
                 s, release, job=req.job, world_size=req.world_size, rank=req.rank, host=req.host, recorded_by=actor
             )
@@ -315,7 +296,7 @@ class Service:
     def list_reads(self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None) -> S.Page[Any]:
         """Which training jobs opened the release, newest first."""
         with self.catalog.session() as s:
-            release = releases.get_release(s, ref)
+            release = queries.get_release(s, ref)
             return S.Page[S.ReleaseReadOut].model_validate(
                 self._page(
                     s,

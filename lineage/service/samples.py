@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 
 from lineage import releases
-from lineage.catalog import Dataset, DatasetVersion, Release
+from lineage.catalog import Dataset, DatasetVersion, Release, queries
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest
 
@@ -136,7 +136,7 @@ def sample_lineage(
 
 def why_not(svc: Service, sample_id: str, ref: str) -> S.WhyNot:
     with svc.catalog.session() as s:
-        rel = releases.get_release(s, ref)
+        rel = queries.get_release(s, ref)
         dv = rel.dataset_version
         data_key = (dv.tier, dv.data_path, dv.data_delta_version)
         lineage_key = (dv.tier, dv.lineage_path, dv.lineage_delta_version)
@@ -228,7 +228,7 @@ def source_releases(
             rels.append((r.ref, r.state, dv.id))
         src_key = None
         if dataset is not None:
-            src = svc._version(s, dataset, version)
+            src = queries.dataset_version(s, dataset, version)
             src_key = (src.tier, src.data_path, src.data_delta_version)
             label = f"{src.dataset.name}:v{src.version}"
         else:

@@ -1,0 +1,89 @@
+"""Version look-ups: every "which dataset version / release / replica is this?" question, once.
+
+The runner, releases, QC, replicas, the service, the reader and the CLI all ask the catalog the
+same few questions; each is answered here, with one error (and one message) for a miss:
+
+- :func:`dataset_version` — a dataset's version by number, or its latest;
+- :func:`get_release` — a release by ``NAME@TAG``;
+- :func:`resolve_ref` — ``NAME@TAG`` (a release), ``DATASET:vN`` / ``DATASET:N`` (a version) or
+  ``DATASET`` (its latest), as the diff endpoints take them;
+- :func:`replicas_of` — a release's copies, one per tier.
+
+Functions take an open session and return ORM rows; they never commit.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from lineage.catalog.models import Dataset, DatasetVersion, Release, Replica
+
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+_RELEASE_REF = re.compile(rf"^({_NAME})@({_NAME})$")
+_VERSION_REF = re.compile(rf"^({_NAME})(?::v?(\d{{1,9}}))?$")
+
+
+class ReleaseError(ValueError):
+    """A release request the catalog refuses (unknown, conflicting, immutable)."""
+
+
+class ReleaseNotFound(ReleaseError, LookupError):
+    """The release does not exist."""
+
+
+class VersionNotFound(KeyError):
+    """The dataset, or the version of it asked for, is not in the catalog.
+
+    A ``KeyError`` so that every surface already answers it as "not found" (404, or one line from
+    the CLI); its text is the message, unquoted.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def parse_ref(ref: str) -> tuple[str, str]:
+    """``NAME@TAG`` → (name, tag)."""
+    match = _RELEASE_REF.match(ref)
+    if not match:
+        raise ReleaseError(f"invalid release reference {ref!r}: expected NAME@TAG")
+    return match.group(1), match.group(2)
+
+
+def dataset_version(session: Session, name: str, version: int | None = None) -> DatasetVersion:
+    """Version ``version`` of dataset ``name``, or its latest when ``version`` is None."""
+    query = select(DatasetVersion).join(Dataset).where(Dataset.name == name)
+    if version is not None:
+        query = query.where(DatasetVersion.version == version)
+    found = session.scalars(query.order_by(DatasetVersion.version.desc()).limit(1)).first()
+    if found is None:
+        what = f"version {version} of dataset {name!r}" if version is not None else f"dataset {name!r}"
+        raise VersionNotFound(f"{what} does not exist" + ("" if version is None else " (or it has no versions)"))
+    return found
+
+
+def get_release(session: Session, ref: str) -> Release:
+    name, tag = parse_ref(ref)
+    release = session.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
+    if release is None:
+        raise ReleaseNotFound(f"release {ref} does not exist")
+    return release
+
+
+def resolve_ref(session: Session, ref: str) -> tuple[DatasetVersion, Release | None]:
+    """The dataset version ``ref`` names, and the release when it names one."""
+    if "@" in ref:
+        release = get_release(session, ref)
+        return release.dataset_version, release
+    match = _VERSION_REF.match(ref)
+    if not match:
+        raise ValueError(f"invalid reference {ref!r}: expected NAME@TAG, DATASET:vN or DATASET")
+    return dataset_version(session, match.group(1), int(match.group(2)) if match.group(2) else None), None
+
+
+def replicas_of(session: Session, release: Release) -> list[Replica]:
+    """Every copy of the release the catalog records, in any state, oldest first."""
+    return list(session.scalars(select(Replica).where(Replica.release_id == release.id).order_by(Replica.id)))
