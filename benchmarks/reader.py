@@ -66,8 +66,8 @@ def build_release(gb: float) -> tuple[Path, str]:
     os.environ["LINEAGE_HOME"] = str(home)
     from lineage.catalog import Catalog
     from lineage.releases import publish
+    from lineage.runs import Runner
     from lineage.settings import get_settings
-    from pipelines.runner import Runner
     from pipelines.spec import PipelineSpec
 
     get_settings.cache_clear()

@@ -55,7 +55,7 @@ def _fail(message: str) -> None:
 # -- running pipelines -------------------------------------------------------------------------
 def _run_spec(spec: Any, engine: str | None) -> Any:
     from lineage.progress import run_progress
-    from pipelines.runner import Runner
+    from lineage.runs import Runner
 
     runner = Runner(_settings())
     with run_progress(console) as progress:
@@ -121,7 +121,7 @@ def _guard(action: Any) -> Any:
     from lineage.qc import GateError
     from lineage.releases import ReleaseError
     from lineage.replicas import ReplicaError
-    from pipelines.runner import RunError
+    from pipelines.integrity import RunError
     from storage.transfer import TransferError
 
     expected = (ReleaseError, ReplicaError, TransferError, GateError, RunError, KeyError, FileNotFoundError)

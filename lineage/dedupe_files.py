@@ -102,7 +102,7 @@ def dedupe_files(
 ) -> DedupeSummary:
     from lineage.catalog import Catalog
     from lineage.catalog.queries import dataset_version
-    from pipelines.runner import Runner
+    from lineage.runs import Runner
     from pipelines.spec import PipelineSpec
 
     # validated here, before any work: a bad value is one clear error

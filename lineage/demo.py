@@ -23,7 +23,7 @@ def run_demo(console: Console, settings: Settings, data_dir: Path | None = None)
     from lineage.progress import run_progress
     from lineage.query import example_sample_ids
     from lineage.releases import publish
-    from pipelines.runner import Runner
+    from lineage.runs import Runner
     from pipelines.spec import PipelineSpec
 
     spec = PipelineSpec.load(EXAMPLES / "demo.toml")

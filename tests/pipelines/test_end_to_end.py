@@ -13,9 +13,10 @@ from sqlalchemy import select
 from lineage.catalog import Catalog, DatasetVersion, Run
 from lineage.export import export_release
 from lineage.releases import ReleaseError, get_release, publish
+from lineage.runs import Runner
 from lineage.settings import Settings
 from operators.schema import sample_id
-from pipelines.runner import RunError, Runner
+from pipelines.integrity import RunError
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier
