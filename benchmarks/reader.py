@@ -149,7 +149,7 @@ def plain(home: Path, config: Path | None, ref: str, rank: int, world: int, tier
 
     from lineage.catalog import Catalog
     from lineage.catalog.queries import get_release
-    from lineage.replicas import verified_locations
+    from lineage.releases.replicas import verified_locations
     from lineage.settings import get_settings
     from storage.tier import get_tier
 
@@ -292,7 +292,7 @@ def run_ceph(home: Path, ref: str, total_bytes: int, rounds: int, ranks: list[in
         )
         _env(home, config)
         from lineage.catalog import Catalog
-        from lineage.replicas import ReplicaError, copy_release, verify_release
+        from lineage.releases.replicas import ReplicaError, copy_release, verify_release
         from lineage.settings import get_settings
 
         settings = get_settings()

@@ -118,9 +118,9 @@ def _guard(action: Any) -> Any:
     """Turn expected user-facing errors into one clear line instead of a traceback."""
     from pydantic import ValidationError
 
-    from lineage.qc import GateError
     from lineage.releases import ReleaseError
-    from lineage.replicas import ReplicaError
+    from lineage.releases.qc import GateError
+    from lineage.releases.replicas import ReplicaError
     from pipelines.integrity import RunError
     from storage.transfer import TransferError
 
@@ -168,8 +168,8 @@ def release_publish(
     override: Annotated[str | None, typer.Option(help="Publish despite failed gate conditions; the reason.")] = None,
 ) -> None:
     """Publish a dataset version as NAME@TAG (immutable; same content again is a no-op)."""
-    from lineage.qc import GateConfig
     from lineage.releases import publish
+    from lineage.releases.qc import GateConfig
 
     config = None
     if gate is not None:
@@ -206,7 +206,7 @@ def release_report(
 ) -> None:
     """Write the release's QC report as a self-contained HTML page with charts."""
     from lineage.catalog.queries import get_release
-    from lineage.qc import report_html
+    from lineage.releases.qc import report_html
 
     with _catalog().session() as s:
         release = _guard(lambda: get_release(s, ref))
@@ -294,7 +294,7 @@ def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
             files.add_row(f["path"], f"{f['rows']:,}", f"{f['size']:,}", f["xxh3_128"])
         console.print(files)
         from lineage.catalog.queries import replicas_of
-        from lineage.usage import last_used
+        from lineage.releases.usage import last_used
 
         for r in replicas_of(s, release):
             when = r.verified_at.strftime("%Y-%m-%d %H:%M") if r.verified_at else "-"
@@ -314,7 +314,7 @@ def release_pin(
     reason: Annotated[str, typer.Option(help="Why (e.g. the training job).")] = "",
 ) -> None:
     """Pin a release (hot placement) until a time; training jobs pin what they use."""
-    from lineage.placement import pin_release
+    from lineage.releases.placement import pin_release
 
     _guard(lambda: pin_release(_catalog(), ref, until, reason=reason))
     console.print(f"pinned {ref} until {until.isoformat()}")
@@ -337,7 +337,7 @@ def _transfer_progress(ref: str, total: int | None = None) -> Any:
 def _replica_command(
     action: str, ref: str, to: str, workers: int, bandwidth_mb: float | None, engine: str = "local"
 ) -> None:
-    from lineage import replicas
+    from lineage.releases import replicas
 
     catalog, settings = _catalog(), _settings()
     limit = bandwidth_mb * 1e6 if bandwidth_mb else None
@@ -406,7 +406,7 @@ def tier_verify(
 @tier_app.command("plan")
 def tier_plan() -> None:
     """Show the moves the placement rules want (pinned stay hot, idle or deprecated go cold)."""
-    from lineage.placement import plan_moves
+    from lineage.releases.placement import plan_moves
 
     plan = plan_moves(_catalog(), _settings())
     if not plan:
@@ -423,7 +423,7 @@ def tier_apply(
     ] = "local",
 ) -> None:
     """Carry out `lineage tier plan`."""
-    from lineage.placement import plan_moves
+    from lineage.releases.placement import plan_moves
 
     for move in plan_moves(_catalog(), _settings()):
         console.print(f"move {move.release}: {move.from_tier} → {move.to_tier} ({move.reason})")
@@ -493,7 +493,7 @@ def export(
     """Export a release's samples as JSONL or Parquet."""
     from rich.progress import Progress
 
-    from lineage.export import export_release
+    from lineage.releases.export import export_release
 
     with Progress(console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"export {ref}", total=None)

@@ -64,7 +64,7 @@ class CatalogSource:
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
         from lineage.catalog.queries import get_release
-        from lineage.usage import record_read
+        from lineage.releases.usage import record_read
 
         with self.catalog.session() as s:
             record_read(

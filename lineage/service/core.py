@@ -14,8 +14,9 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from lineage import openlineage, releases, usage
+from lineage import openlineage, releases
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run, queries
+from lineage.releases import usage
 from lineage.service import auth
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 import sqlalchemy as sa
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
-from lineage import usage
 from lineage.catalog import models
+from lineage.releases import usage
 
 T = TypeVar("T")
 
