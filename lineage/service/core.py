@@ -11,17 +11,18 @@ import logging
 import re
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, inspect, select
 from sqlalchemy.orm import Session
 
 from lineage import openlineage, releases
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run, queries
 from lineage.releases import usage
-from lineage.service import auth
+from lineage.service import auth, samples
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.tables import Duck, TableCache
 from lineage.settings import Settings, get_settings
+from lineage.version import code_version
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ class Service:
         self.tables = TableCache(self.settings)
         self.duck = Duck(self.settings, threads=2)  # scans over whole versions (diffs, source counts)
         self.lookups = Duck(self.settings, threads=1)  # point lookups
+        self.stores = samples.Stores(self.catalog, self.tables, self.duck, self.lookups)
         self.graph_cache = openlineage.GraphCache()
         self.tokens = auth.TokenStore(self.catalog, self.settings.api_token_cache_seconds)
 
@@ -312,21 +314,17 @@ class Service:
     def sample_lineage(
         self, sample_id: str, *, dataset: str | None = None, include_text: bool = False
     ) -> S.SampleLineage:
-        from lineage.service import samples
-
-        return samples.sample_lineage(self, check_sample_id(sample_id), dataset=dataset, include_text=include_text)
+        return samples.sample_lineage(
+            self.stores, check_sample_id(sample_id), dataset=dataset, include_text=include_text
+        )
 
     def why_not(self, sample_id: str, release: str) -> S.WhyNot:
-        from lineage.service import samples
-
-        return samples.why_not(self, check_sample_id(sample_id), release)
+        return samples.why_not(self.stores, check_sample_id(sample_id), release)
 
     def source_releases(
         self, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
     ) -> S.SourceReleases:
-        from lineage.service import samples
-
-        return samples.source_releases(self, uri=uri, dataset=dataset, version=version)
+        return samples.source_releases(self.stores, uri=uri, dataset=dataset, version=version)
 
     # -- dataset-level lineage (OpenLineage) ----------------------------------------------------
     def ingest_event(self, event: openlineage.RunEvent | dict[str, Any]) -> S.EventAccepted:
@@ -374,14 +372,10 @@ class Service:
 
     def health(self, *, auth_required: bool) -> S.Health:
         """``auth_required`` is the caller's: over HTTP it depends on the peer address (``api.deps``)."""
-        from lineage.version import code_version
-
         return S.Health(status="ok", version=code_version(), database=self.catalog.dialect, auth_required=auth_required)
 
 
 def _columns(obj: Any) -> dict[str, Any]:
-    from sqlalchemy import inspect
-
     return {c.key: getattr(obj, c.key) for c in inspect(type(obj)).column_attrs}
 
 
