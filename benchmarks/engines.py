@@ -66,9 +66,9 @@ def run_one(engine: str, folder: Path, home: Path, cpus: int) -> dict:
     sys.path.insert(0, str(REPO))
     os.environ["LINEAGE_HOME"] = str(home)
     from lineage.catalog import Catalog
+    from lineage.runs import Runner
     from lineage.settings import get_settings
     from pipelines.engines import get_engine
-    from pipelines.runner import Runner
     from pipelines.spec import PipelineSpec
 
     settings = get_settings()

@@ -66,8 +66,8 @@ def build_release(gb: float) -> tuple[Path, str]:
     os.environ["LINEAGE_HOME"] = str(home)
     from lineage.catalog import Catalog
     from lineage.releases import publish
+    from lineage.runs import Runner
     from lineage.settings import get_settings
-    from pipelines.runner import Runner
     from pipelines.spec import PipelineSpec
 
     get_settings.cache_clear()
@@ -148,8 +148,8 @@ def plain(home: Path, config: Path | None, ref: str, rank: int, world: int, tier
     import pyarrow.dataset as pads
 
     from lineage.catalog import Catalog
-    from lineage.releases import get_release
-    from lineage.replicas import verified_locations
+    from lineage.catalog.queries import get_release
+    from lineage.releases.replicas import verified_locations
     from lineage.settings import get_settings
     from storage.tier import get_tier
 
@@ -246,7 +246,7 @@ def main() -> None:
     home, ref = build_release(args.gb)
     _env(home, None)
     from lineage.catalog import Catalog
-    from lineage.releases import get_release
+    from lineage.catalog.queries import get_release
     from lineage.settings import get_settings
 
     with Catalog(get_settings().catalog_url or "").session() as s:
@@ -292,7 +292,7 @@ def run_ceph(home: Path, ref: str, total_bytes: int, rounds: int, ranks: list[in
         )
         _env(home, config)
         from lineage.catalog import Catalog
-        from lineage.replicas import ReplicaError, copy_release, verify_release
+        from lineage.releases.replicas import ReplicaError, copy_release, verify_release
         from lineage.settings import get_settings
 
         settings = get_settings()

@@ -55,7 +55,7 @@ def _fail(message: str) -> None:
 # -- running pipelines -------------------------------------------------------------------------
 def _run_spec(spec: Any, engine: str | None) -> Any:
     from lineage.progress import run_progress
-    from pipelines.runner import Runner
+    from lineage.runs import Runner
 
     runner = Runner(_settings())
     with run_progress(console) as progress:
@@ -119,8 +119,8 @@ def _guard(action: Any) -> Any:
     (classified by :func:`lineage.errors.translate`, as the API and the SDK do), plus the CLI-only
     errors not yet in the tree. Anything else is a bug and prints its traceback."""
     from lineage.errors import translate
-    from lineage.replicas import ReplicaError
-    from pipelines.runner import RunError
+    from lineage.releases.replicas import ReplicaError
+    from pipelines.integrity import RunError
     from storage.transfer import TransferError
 
     try:
@@ -169,8 +169,8 @@ def release_publish(
     override: Annotated[str | None, typer.Option(help="Publish despite failed gate conditions; the reason.")] = None,
 ) -> None:
     """Publish a dataset version as NAME@TAG (immutable; same content again is a no-op)."""
-    from lineage.qc import GateConfig
     from lineage.releases import publish
+    from lineage.releases.qc import GateConfig
 
     config = None
     if gate is not None:
@@ -206,8 +206,8 @@ def release_report(
     out: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
 ) -> None:
     """Write the release's QC report as a self-contained HTML page with charts."""
-    from lineage.qc import report_html
-    from lineage.releases import get_release
+    from lineage.catalog.queries import get_release
+    from lineage.releases.qc import report_html
 
     with _catalog().session() as s:
         release = _guard(lambda: get_release(s, ref))
@@ -276,7 +276,7 @@ def release_list() -> None:
 @release_app.command("show")
 def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
     """Show a release's manifest and quality summary."""
-    from lineage.releases import get_release
+    from lineage.catalog.queries import get_release
 
     with _catalog().session() as s:
         release = _guard(lambda: get_release(s, ref))
@@ -294,8 +294,8 @@ def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
         for f in m["files"]:
             files.add_row(f["path"], f"{f['rows']:,}", f"{f['size']:,}", f["xxh3_128"])
         console.print(files)
-        from lineage.replicas import replicas_of
-        from lineage.usage import last_used
+        from lineage.catalog.queries import replicas_of
+        from lineage.releases.usage import last_used
 
         for r in replicas_of(s, release):
             when = r.verified_at.strftime("%Y-%m-%d %H:%M") if r.verified_at else "-"
@@ -315,7 +315,7 @@ def release_pin(
     reason: Annotated[str, typer.Option(help="Why (e.g. the training job).")] = "",
 ) -> None:
     """Pin a release (hot placement) until a time; training jobs pin what they use."""
-    from lineage.placement import pin_release
+    from lineage.releases.placement import pin_release
 
     _guard(lambda: pin_release(_catalog(), ref, until, reason=reason))
     console.print(f"pinned {ref} until {until.isoformat()}")
@@ -338,7 +338,7 @@ def _transfer_progress(ref: str, total: int | None = None) -> Any:
 def _replica_command(
     action: str, ref: str, to: str, workers: int, bandwidth_mb: float | None, engine: str = "local"
 ) -> None:
-    from lineage import replicas
+    from lineage.releases import replicas
 
     catalog, settings = _catalog(), _settings()
     limit = bandwidth_mb * 1e6 if bandwidth_mb else None
@@ -407,7 +407,7 @@ def tier_verify(
 @tier_app.command("plan")
 def tier_plan() -> None:
     """Show the moves the placement rules want (pinned stay hot, idle or deprecated go cold)."""
-    from lineage.placement import plan_moves
+    from lineage.releases.placement import plan_moves
 
     plan = plan_moves(_catalog(), _settings())
     if not plan:
@@ -424,7 +424,7 @@ def tier_apply(
     ] = "local",
 ) -> None:
     """Carry out `lineage tier plan`."""
-    from lineage.placement import plan_moves
+    from lineage.releases.placement import plan_moves
 
     for move in plan_moves(_catalog(), _settings()):
         console.print(f"move {move.release}: {move.from_tier} → {move.to_tier} ({move.reason})")
@@ -494,7 +494,7 @@ def export(
     """Export a release's samples as JSONL or Parquet."""
     from rich.progress import Progress
 
-    from lineage.export import export_release
+    from lineage.releases.export import export_release
 
     with Progress(console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"export {ref}", total=None)

@@ -101,7 +101,8 @@ def dedupe_files(
     id_field: str | None = None,
 ) -> DedupeSummary:
     from lineage.catalog import Catalog
-    from pipelines.runner import Runner, latest_version
+    from lineage.catalog.queries import dataset_version
+    from lineage.runs import Runner
     from pipelines.spec import PipelineSpec
 
     # validated here, before any work: a bad value is one clear error
@@ -138,7 +139,7 @@ def dedupe_files(
         )
         outcome = Runner(work, catalog).run(spec, engine=engine)
         with catalog.session() as s:
-            dv = latest_version(s, "dedupe", outcome.version)
+            dv = dataset_version(s, "dedupe", outcome.version)
             tier = get_tier(dv.tier, work)
             data = version_dataset(tier, dv.data_path, dv.data_delta_version)
             lineage = version_dataset(tier, dv.lineage_path, dv.lineage_delta_version)

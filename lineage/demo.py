@@ -17,12 +17,13 @@ RELEASE = "debian-clean@demo"
 
 def run_demo(console: Console, settings: Settings, data_dir: Path | None = None) -> None:
     from lineage.catalog import Catalog
+    from lineage.catalog.queries import dataset_version
     from lineage.cli import print_counts, print_sample_lineage
     from lineage.client import Client
     from lineage.progress import run_progress
     from lineage.query import example_sample_ids
     from lineage.releases import publish
-    from pipelines.runner import Runner, latest_version
+    from lineage.runs import Runner
     from pipelines.spec import PipelineSpec
 
     spec = PipelineSpec.load(EXAMPLES / "demo.toml")
@@ -53,7 +54,7 @@ def run_demo(console: Console, settings: Settings, data_dir: Path | None = None)
 
     console.rule("[bold]3. lineage of an exact duplicate, a near-duplicate and a kept sample")
     with catalog.session() as s:
-        dv = latest_version(s, outcome.dataset, outcome.version)
+        dv = dataset_version(s, outcome.dataset, outcome.version)
         dropped = example_sample_ids(dv, settings, verdict="dropped", operator="exact_dedupe")
         near = example_sample_ids(dv, settings, verdict="dropped", operator="minhash_dedupe")
         kept = example_sample_ids(dv, settings, verdict="kept", operator="quality")

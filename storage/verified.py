@@ -30,7 +30,7 @@ read here hashes them again. Markers in other hosts' caches need no deleting: th
 is read on every open, and a repaired file is a new write with a new identity.
 
 The release reader (:mod:`lineage.reader.files`) checks files through the markers; ``lineage tier
-verify`` (:func:`lineage.replicas.verify_release`) forgets them.
+verify`` (:func:`lineage.releases.replicas.verify_release`) forgets them.
 """
 
 from __future__ import annotations

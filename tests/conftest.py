@@ -64,7 +64,7 @@ def write_jsonl(path: Path, records: list[dict], compress: bool = False) -> Path
 def publish_records(tmp_path: Path, settings: Settings, catalog: Catalog, records: list[dict], ref: str) -> str:
     """Run the default pipeline over ``records`` into dataset ``name`` and publish ``name@tag``."""
     from lineage.releases import publish
-    from pipelines.runner import Runner
+    from lineage.runs import Runner
     from pipelines.spec import PipelineSpec
 
     name = ref.split("@", 1)[0]

@@ -3,7 +3,7 @@ bodies have carried since they were introduced keep their status."""
 
 from __future__ import annotations
 
-import lineage.qc
+import lineage.releases.qc
 import lineage.releases
 from lineage import errors
 
@@ -13,7 +13,7 @@ def _tree(cls: type[errors.LineageError]) -> set[type[errors.LineageError]]:
 
 
 def test_every_error_class_has_a_row() -> None:
-    assert lineage.qc.GateError.code == "gate_failed" and lineage.releases.ReleaseError is errors.ReleaseError
+    assert lineage.releases.qc.GateError.code == "gate_failed" and lineage.releases.ReleaseError is errors.ReleaseError
     for cls in _tree(errors.LineageError):
         rule = errors.BY_CODE[cls.code]
         assert rule.cls in cls.__mro__, cls
@@ -44,7 +44,7 @@ def test_the_sdk_picks_the_class_by_code_then_by_status() -> None:
 
 def test_a_refined_code_wins_over_its_bases() -> None:
     assert errors.rule_for(errors.ReleaseNotFound("x")).status == 404  # a ReleaseError, hence an Invalid
-    assert errors.rule_for(lineage.qc.GateError([])).status == 409
+    assert errors.rule_for(lineage.releases.qc.GateError([])).status == 409
 
 
 def test_a_builtin_error_is_a_bug_except_in_the_cli() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from lineage.catalog import Catalog
-from lineage.qc import GateConfig, GateError, report_html
 from lineage.releases import get_release, publish
+from lineage.releases.qc import GateConfig, GateError, report_html
+from lineage.runs import Runner
 from lineage.settings import Settings
-from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from tests.conftest import write_jsonl
 

@@ -53,20 +53,18 @@ class CatalogSource:
         self.catalog = Catalog(settings.catalog_url or "")
 
     def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
-        from lineage.releases import get_release
+        from lineage.catalog.queries import get_release, replicas_of
 
         with self.catalog.session() as s:
             release = get_release(s, ref)
             if release.state != "published":
                 log.warning("release %s is %s", ref, release.state)
-            from lineage.replicas import replicas_of
-
             replicas = [Location(r.tier, r.table_path, r.state, r.detail) for r in replicas_of(s, release)]
             return release.manifest, release.content_digest, replicas
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
-        from lineage.releases import get_release
-        from lineage.usage import record_read
+        from lineage.catalog.queries import get_release
+        from lineage.releases.usage import record_read
 
         with self.catalog.session() as s:
             record_read(

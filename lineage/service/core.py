@@ -11,16 +11,18 @@ import logging
 import re
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, inspect, select
 from sqlalchemy.orm import Session
 
-from lineage import openlineage, releases, usage
-from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run
-from lineage.service import auth
+from lineage import openlineage, releases
+from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run, queries
+from lineage.releases import usage
+from lineage.service import auth, samples
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.tables import Duck, TableCache
 from lineage.settings import Settings, get_settings
+from lineage.version import code_version
 from storage import names
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ class Service:
         self.tables = TableCache(self.settings)
         self.duck = Duck(self.settings, threads=2)  # scans over whole versions (diffs, source counts)
         self.lookups = Duck(self.settings, threads=1)  # point lookups
+        self.stores = samples.Stores(self.catalog, self.tables, self.duck, self.lookups)
         self.graph_cache = openlineage.GraphCache()
         self.tokens = auth.TokenStore(self.catalog, self.settings.api_token_cache_seconds)
 
@@ -78,17 +81,6 @@ class Service:
         if ds is None:
             raise NotFound(f"dataset {name!r} does not exist")
         return ds
-
-    @staticmethod
-    def _version(s: Session, name: str, version: int | None) -> DatasetVersion:
-        query = select(DatasetVersion).join(Dataset).where(Dataset.name == name)
-        if version is not None:
-            query = query.where(DatasetVersion.version == version)
-        dv = s.scalars(query.order_by(DatasetVersion.version.desc()).limit(1)).first()
-        if dv is None:
-            what = f"version {version} of dataset {name!r}" if version is not None else f"dataset {name!r}"
-            raise NotFound(f"{what} does not exist" + ("" if version is None else " (or it has no versions)"))
-        return dv
 
     @staticmethod
     def _dataset_out(s: Session, ds: Dataset) -> Any:
@@ -157,17 +149,14 @@ class Service:
 
     def get_version(self, name: str, version: int) -> Any:
         with self.catalog.session() as s:
-            return self._version_out(s, self._version(s, name, version))
+            return self._version_out(s, queries.dataset_version(s, name, version))
 
     # -- diffs --------------------------------------------------------------------------------
     def _resolve(self, s: Session, ref: str) -> tuple[DatasetVersion, S.VersionRef]:
         """``NAME@TAG`` (a release), ``DATASET:vN`` / ``DATASET:N`` (a version) or ``DATASET`` (its latest)."""
-        if "@" in ref:
-            rel = releases.get_release(s, ref)
-            dv = rel.dataset_version
+        dv, rel = queries.resolve_ref(s, ref)
+        if rel is not None:
             return dv, S.VersionRef(ref=ref, dataset=dv.dataset.name, version=dv.version, release=rel.ref)
-        dataset, version = names.parse_version_ref(ref)  # Invalid is BadRequest
-        dv = self._version(s, dataset, version)
         return dv, S.VersionRef(ref=f"{dv.dataset.name}:v{dv.version}", dataset=dv.dataset.name, version=dv.version)
 
     def diff(self, base: str, target: str) -> S.Diff:
@@ -247,13 +236,13 @@ class Service:
 
     def get_release(self, ref: str) -> Any:
         with self.catalog.session() as s:
-            return self._release_out(s, releases.get_release(s, ref))
+            return self._release_out(s, queries.get_release(s, ref))
 
     def create_release(self, body: S.ReleaseCreate | dict[str, Any], *, actor: str = "local") -> S.ReleaseResult:
         """Publish (or, with ``draft``, only record) a release. Same content again: ``changed`` is False."""
         req = S.parse_input(S.ReleaseCreate, body)
         with self.catalog.session() as s:  # NotFound here, before publishing reads its files
-            self._version(s, req.dataset or req.name, req.version)
+            queries.dataset_version(s, req.dataset or req.name, req.version)
         release, changed = releases.publish(
             self.catalog,
             self.settings,
@@ -276,7 +265,7 @@ class Service:
 
     def get_manifest(self, ref: str) -> dict[str, Any]:
         with self.catalog.session() as s:
-            return dict(releases.get_release(s, ref).manifest)
+            return dict(queries.get_release(s, ref).manifest)
 
     def get_quality(self, ref: str) -> S.Quality:
         quality = self.get_manifest(ref).get("quality") or {}
@@ -285,13 +274,11 @@ class Service:
     # -- replicas and usage (what a training reader needs) --------------------------------------
     def list_replicas(self, ref: str, *, state: str | None = None) -> list[Any]:
         """The release's copies, one per tier; a reader reads from the ``verified`` ones."""
-        from lineage.replicas import replicas_of
-
         with self.catalog.session() as s:
-            release = releases.get_release(s, ref)
+            release = queries.get_release(s, ref)
             return [
                 S.ReplicaOut.model_validate({**_columns(r), "release": release.ref, "file_count": len(r.files)})
-                for r in replicas_of(s, release)
+                for r in queries.replicas_of(s, release)
                 if state is None or r.state == state
             ]
 
@@ -299,7 +286,7 @@ class Service:
         """A usage record for one rank of a training job; ``actor`` is kept as who recorded it."""
         req = S.parse_input(S.ReadCreate, body)
         with self.catalog.session() as s:
-            release = releases.get_release(s, ref)
+            release = queries.get_release(s, ref)
             read = usage.record_read(
                 s, release, job=req.job, world_size=req.world_size, rank=req.rank, host=req.host, recorded_by=actor
             )
@@ -308,7 +295,7 @@ class Service:
     def list_reads(self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None) -> S.Page[Any]:
         """Which training jobs opened the release, newest first."""
         with self.catalog.session() as s:
-            release = releases.get_release(s, ref)
+            release = queries.get_release(s, ref)
             return S.Page[S.ReleaseReadOut].model_validate(
                 self._page(
                     s,
@@ -323,22 +310,17 @@ class Service:
     def sample_lineage(
         self, sample_id: str, *, dataset: str | None = None, include_text: bool = False
     ) -> S.SampleLineage:
-        from lineage.service import samples
-
-        sample_id = names.check_sample_id(sample_id)
-        return samples.sample_lineage(self, sample_id, dataset=dataset, include_text=include_text)
+        return samples.sample_lineage(
+            self.stores, names.check_sample_id(sample_id), dataset=dataset, include_text=include_text
+        )
 
     def why_not(self, sample_id: str, release: str) -> S.WhyNot:
-        from lineage.service import samples
-
-        return samples.why_not(self, names.check_sample_id(sample_id), release)
+        return samples.why_not(self.stores, names.check_sample_id(sample_id), release)
 
     def source_releases(
         self, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
     ) -> S.SourceReleases:
-        from lineage.service import samples
-
-        return samples.source_releases(self, uri=uri, dataset=dataset, version=version)
+        return samples.source_releases(self.stores, uri=uri, dataset=dataset, version=version)
 
     # -- dataset-level lineage (OpenLineage) ----------------------------------------------------
     def ingest_event(self, event: openlineage.RunEvent | dict[str, Any]) -> S.EventAccepted:
@@ -386,14 +368,10 @@ class Service:
 
     def health(self, *, auth_required: bool) -> S.Health:
         """``auth_required`` is the caller's: over HTTP it depends on the peer address (``api.deps``)."""
-        from lineage.version import code_version
-
         return S.Health(status="ok", version=code_version(), database=self.catalog.dialect, auth_required=auth_required)
 
 
 def _columns(obj: Any) -> dict[str, Any]:
-    from sqlalchemy import inspect
-
     return {c.key: getattr(obj, c.key) for c in inspect(type(obj)).column_attrs}
 
 

@@ -8,17 +8,29 @@ versions run in DuckDB.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 
 from lineage import releases
-from lineage.catalog import Dataset, DatasetVersion, Release
+from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, queries
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest
+from lineage.service.tables import Duck, TableCache
 
-if TYPE_CHECKING:
-    from lineage.service.core import Service
+
+@dataclass(frozen=True)
+class Stores:
+    """What the answers read: the catalog (which Delta versions are pinned), the opened Delta
+    versions, and two DuckDB pools: ``duck`` for scans over whole versions, ``lookups`` for point
+    lookups. The service owns them; this module only borrows them."""
+
+    catalog: Catalog
+    tables: TableCache
+    duck: Duck
+    lookups: Duck
+
 
 _LINEAGE_COLUMNS = ["run_id", "step", "operator", "operator_version", "verdict", "reason", "related_ids", "detail"]
 _SAMPLE_COLUMNS = [
@@ -41,19 +53,21 @@ def _compact(detail: dict[str, Any] | None) -> dict[str, Any] | None:
     return kept or None
 
 
-def lineage_records(svc: Service, dv: DatasetVersion | tuple[str, str, int], sample_id: str) -> list[dict[str, Any]]:
+def lineage_records(stores: Stores, dv: DatasetVersion | tuple[str, str, int], sample_id: str) -> list[dict[str, Any]]:
     key = dv if isinstance(dv, tuple) else (dv.tier, dv.lineage_path, dv.lineage_delta_version)
-    rows = sorted(svc.tables.get(*key).lookup(sample_id, _LINEAGE_COLUMNS, svc.lookups), key=lambda r: r["step"])
+    rows = sorted(stores.tables.get(*key).lookup(sample_id, _LINEAGE_COLUMNS, stores.lookups), key=lambda r: r["step"])
     for r in rows:
         r["detail"] = _compact(r["detail"])
     return rows
 
 
 def sample_row(
-    svc: Service, dv: DatasetVersion | tuple[str, str, int], sample_id: str, *, include_text: bool = False
+    stores: Stores, dv: DatasetVersion | tuple[str, str, int], sample_id: str, *, include_text: bool = False
 ) -> dict[str, Any] | None:
     key = dv if isinstance(dv, tuple) else (dv.tier, dv.data_path, dv.data_delta_version)
-    rows = svc.tables.get(*key).lookup(sample_id, _SAMPLE_COLUMNS + (["text"] if include_text else []), svc.lookups)
+    rows = stores.tables.get(*key).lookup(
+        sample_id, _SAMPLE_COLUMNS + (["text"] if include_text else []), stores.lookups
+    )
     return rows[0] if rows else None
 
 
@@ -82,9 +96,9 @@ def _source(records: list[dict[str, Any]], sample: dict[str, Any] | None) -> S.S
     return None
 
 
-def _pins(svc: Service, dataset: str | None) -> list[tuple[DatasetVersion, list[str]]]:
+def _pins(stores: Stores, dataset: str | None) -> list[tuple[DatasetVersion, list[str]]]:
     """Dataset versions (oldest first) with the refs of their releases; detached from the session."""
-    with svc.catalog.session() as s:
+    with stores.catalog.session() as s:
         query = select(DatasetVersion).join(Dataset).order_by(DatasetVersion.created_at, DatasetVersion.id)
         if dataset is not None:
             query = query.where(Dataset.name == dataset)
@@ -98,17 +112,17 @@ def _pins(svc: Service, dataset: str | None) -> list[tuple[DatasetVersion, list[
 
 
 def sample_lineage(
-    svc: Service, sample_id: str, *, dataset: str | None = None, include_text: bool = False
+    stores: Stores, sample_id: str, *, dataset: str | None = None, include_text: bool = False
 ) -> S.SampleLineage:
     versions: list[S.VersionLineage] = []
     source: S.SampleSource | None = None
     duplicate: S.DuplicateInfo | None = None
     latest_row: dict[str, Any] | None = None
-    for dv, refs in _pins(svc, dataset):
-        records = lineage_records(svc, dv, sample_id)
+    for dv, refs in _pins(stores, dataset):
+        records = lineage_records(stores, dv, sample_id)
         if not records:
             continue
-        row = sample_row(svc, dv, sample_id, include_text=include_text)
+        row = sample_row(stores, dv, sample_id, include_text=include_text)
         dup = _duplicate(records)
         versions.append(
             S.VersionLineage(
@@ -134,15 +148,15 @@ def sample_lineage(
     )
 
 
-def why_not(svc: Service, sample_id: str, ref: str) -> S.WhyNot:
-    with svc.catalog.session() as s:
-        rel = releases.get_release(s, ref)
+def why_not(stores: Stores, sample_id: str, ref: str) -> S.WhyNot:
+    with stores.catalog.session() as s:
+        rel = queries.get_release(s, ref)
         dv = rel.dataset_version
         data_key = (dv.tier, dv.data_path, dv.data_delta_version)
         lineage_key = (dv.tier, dv.lineage_path, dv.lineage_delta_version)
         where = f"{dv.dataset.name} v{dv.version}"
     ref = rel.ref
-    if sample_row(svc, data_key, sample_id) is not None:
+    if sample_row(stores, data_key, sample_id) is not None:
         return S.WhyNot(
             sample_id=sample_id,
             release=ref,
@@ -150,7 +164,7 @@ def why_not(svc: Service, sample_id: str, ref: str) -> S.WhyNot:
             cause="in_release",
             explanation=f"sample {sample_id} is in {ref} ({where})",
         )
-    records = lineage_records(svc, lineage_key, sample_id)
+    records = lineage_records(stores, lineage_key, sample_id)
     if records:
         dropped = next((r for r in records if r["verdict"] == "dropped"), records[-1])
         dup = _duplicate([dropped])
@@ -162,7 +176,7 @@ def why_not(svc: Service, sample_id: str, ref: str) -> S.WhyNot:
         if dropped["reason"]:
             text += f": {dropped['reason']}"
         if dup and dup.kept_id:
-            kept_in = sample_row(svc, data_key, dup.kept_id) is not None
+            kept_in = sample_row(stores, data_key, dup.kept_id) is not None
             text += f"; it duplicates {dup.kept_id}, which {'is' if kept_in else 'is not'} in {ref}"
         failed = [r for r in ((dropped["detail"] or {}).get("rules") or []) if not r.get("passed")]
         if failed:
@@ -182,7 +196,7 @@ def why_not(svc: Service, sample_id: str, ref: str) -> S.WhyNot:
             duplicate=dup,
             kept_in_release=kept_in,
         )
-    found = sample_lineage(svc, sample_id)
+    found = sample_lineage(stores, sample_id)
     found_in = [
         S.VersionRef(ref=f"{v.dataset}:v{v.version}", dataset=v.dataset, version=v.version)
         for v in found.versions
@@ -211,7 +225,7 @@ def why_not(svc: Service, sample_id: str, ref: str) -> S.WhyNot:
 
 
 def source_releases(
-    svc: Service, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
+    stores: Stores, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
 ) -> S.SourceReleases:
     """Releases holding samples of a source file (``uri``; a trailing ``/`` matches a folder) or of
     a dataset version (``dataset`` + ``version``, latest if omitted), with sample counts."""
@@ -219,7 +233,7 @@ def source_releases(
         raise BadRequest("give exactly one source: uri (a file URI) or dataset (a dataset name, with version)")
     if uri is not None and not 1 <= len(uri) <= 4096:
         raise BadRequest("uri must be 1-4096 characters")
-    with svc.catalog.session() as s:
+    with stores.catalog.session() as s:
         pinned: dict[int, tuple[tuple[str, str, int], str, int]] = {}
         rels: list[tuple[str, str, int]] = []
         for r in s.scalars(select(Release).where(Release.state != releases.DRAFT).order_by(Release.name, Release.tag)):
@@ -228,26 +242,26 @@ def source_releases(
             rels.append((r.ref, r.state, dv.id))
         src_key = None
         if dataset is not None:
-            src = svc._version(s, dataset, version)
+            src = queries.dataset_version(s, dataset, version)
             src_key = (src.tier, src.data_path, src.data_delta_version)
             label = f"{src.dataset.name}:v{src.version}"
         else:
             label = uri or ""
     counts: dict[int, int] = {}
     for dv_id, (key, _name, _v) in pinned.items():
-        table = svc.tables.get(*key).dataset
+        table = stores.tables.get(*key).dataset
         if src_key is not None:
-            counts[dv_id] = svc.duck.scalar(
+            counts[dv_id] = stores.duck.scalar(
                 "SELECT count(*) FROM rel WHERE sample_id IN (SELECT sample_id FROM src)",
                 rel=table,
-                src=svc.tables.get(*src_key).dataset,
+                src=stores.tables.get(*src_key).dataset,
             )
         elif uri is not None and uri.endswith("/"):
-            counts[dv_id] = svc.duck.scalar(
+            counts[dv_id] = stores.duck.scalar(
                 "SELECT count(*) FROM rel WHERE starts_with(source_uri, ?)", [uri], rel=table
             )
         else:
-            counts[dv_id] = svc.duck.scalar("SELECT count(*) FROM rel WHERE source_uri = ?", [uri], rel=table)
+            counts[dv_id] = stores.duck.scalar("SELECT count(*) FROM rel WHERE source_uri = ?", [uri], rel=table)
     return S.SourceReleases(
         source=label,
         releases=[

@@ -14,9 +14,9 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 import sqlalchemy as sa
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
-from lineage import usage
 from lineage.catalog import models
 from lineage.errors import Invalid
+from lineage.releases import usage
 from storage import names
 
 T = TypeVar("T")

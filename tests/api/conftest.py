@@ -23,10 +23,10 @@ import httpx
 import pytest
 
 from lineage.client import Client
+from lineage.runs import Runner
 from lineage.service.core import Service
 from lineage.settings import Settings
 from operators.schema import sample_id
-from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from tests.conftest import FAMILY, write_jsonl
 from tests.support.fixtures_postgres import PostgresServer, free_port

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from api.app import create_app
+from lineage.runs import Runner
 from lineage.service.core import Service
-from pipelines.runner import Runner
 from tests.api.conftest import BACKENDS, ROOT, ServerThread, build_corpus, make_settings, server_env, spec
 from tests.conftest import write_jsonl
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import lineage
 from lineage.client import Conflict
+from lineage.runs import Runner
 from lineage.settings import Settings
-from pipelines.runner import Runner
 from tests.api.conftest import build_corpus, spec
 
 

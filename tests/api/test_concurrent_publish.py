@@ -22,9 +22,9 @@ from sqlalchemy.exc import IntegrityError
 from lineage.catalog import Catalog, Dataset, Release, Replica
 from lineage.errors import rule_for, translate
 from lineage.releases import ReleaseConflict, publish
+from lineage.runs import Runner
 from lineage.service.core import Service
 from lineage.settings import Settings
-from pipelines.runner import Runner
 from tests.api.conftest import BACKENDS, ServerThread, build_corpus, make_settings, spec
 from tests.conftest import write_jsonl
 from tests.support.publish_race import insert_barrier

@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import select
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Run
+from lineage.runs import Runner
 from lineage.settings import Settings
 from pipelines.engines import base as engines
-from pipelines.runner import RunError, Runner
+from pipelines.integrity import RunError
 from pipelines.spec import PipelineSpec
 from storage.tier import get_tier
 from tests.support import engine_corpus

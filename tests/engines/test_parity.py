@@ -12,9 +12,9 @@ from deltalake import DeltaTable
 from sqlalchemy import select
 
 from lineage.catalog import Catalog, DatasetVersion, Run
+from lineage.runs import Runner, RunOutcome
 from lineage.settings import Settings
 from operators import registry
-from pipelines.runner import Runner, RunOutcome
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier

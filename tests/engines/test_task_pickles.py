@@ -16,11 +16,11 @@ from pydantic import SecretStr
 from pyspark import cloudpickle as spark_cloudpickle
 
 from lineage.catalog import Catalog
+from lineage.runs import Runner
 from lineage.settings import Settings
 from pipelines.engines import base as engines
 from pipelines.engines.ray import RayEngine
 from pipelines.engines.spark import SparkEngine
-from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from tests.support import engine_corpus as corpus
 from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)

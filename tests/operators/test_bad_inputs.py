@@ -164,7 +164,7 @@ def test_file_names_survive_a_pipeline_run_into_delta_and_lineage(
     from sqlalchemy import select
 
     from lineage.catalog import DatasetVersion
-    from pipelines.runner import Runner
+    from lineage.runs import Runner
     from pipelines.spec import PipelineSpec
     from storage.delta import version_dataset
     from storage.tier import get_tier

@@ -21,9 +21,9 @@ import pytest
 from sqlalchemy import func, select
 
 from lineage.catalog import Catalog, DatasetVersion, Run
+from lineage.runs import Runner
 from lineage.settings import Settings, TierConfig
 from operators.convert import ConvertOperator, SourceSpec, plan_chunks
-from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.links import TierLinkError, list_files, real_path

@@ -16,8 +16,8 @@ from sqlalchemy import select
 from lineage.catalog import Catalog, DatasetVersion, Run
 from lineage.gc import collect_garbage
 from lineage.releases import publish
+from lineage.runs import Runner
 from lineage.settings import Settings
-from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier

@@ -11,11 +11,12 @@ from deltalake import DeltaTable
 from sqlalchemy import select
 
 from lineage.catalog import Catalog, DatasetVersion, Run
-from lineage.export import export_release
 from lineage.releases import ReleaseError, get_release, publish
+from lineage.releases.export import export_release
+from lineage.runs import Runner
 from lineage.settings import Settings
 from operators.schema import sample_id
-from pipelines.runner import RunError, Runner
+from pipelines.integrity import RunError
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier

@@ -8,9 +8,9 @@ from sqlalchemy import select
 
 from lineage.catalog import Catalog, DatasetVersion
 from lineage.releases import get_release, publish
+from lineage.runs import Runner
 from lineage.settings import Settings
 from operators.schema import sample_id
-from pipelines.runner import Runner
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier

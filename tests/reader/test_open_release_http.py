@@ -180,7 +180,7 @@ def test_a_manifest_that_does_not_match_the_digest_is_refused(served: Served) ->
 
 def test_replicas_come_from_the_service(served: Served, tmp_path: Path) -> None:
     """Files are read from the verified replicas the service lists (here: a copy on a second tier)."""
-    from lineage.replicas import copy_release
+    from lineage.releases.replicas import copy_release
     from lineage.settings import TierConfig
 
     served.service.create_release({"name": "d", "tag": "copied"})
@@ -203,7 +203,7 @@ def test_replicas_come_from_the_service(served: Served, tmp_path: Path) -> None:
 def test_a_release_whose_only_replica_is_corrupt_is_refused(served: Served) -> None:
     """The service lists every replica with its state: a corrupt one is not read, and the reader
     does not fall back to the manifest's table as it would for a release with no replicas recorded."""
-    from lineage.replicas import verify_release
+    from lineage.releases.replicas import verify_release
 
     served.service.create_release({"name": "d", "tag": "rotten"})
     with served.service.catalog.session() as s:

@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 
 from lineage.catalog import Catalog
 from lineage.releases import get_release
-from lineage.replicas import copy_release, verify_release
+from lineage.releases.replicas import copy_release, verify_release
 from lineage.settings import Settings, TierConfig
 from storage.checksum import file_digest
 from storage.tier import get_tier

@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 
 from lineage.catalog import Catalog
 from lineage.releases import deprecate, publish
-from lineage.replicas import copy_release, move_release, verify_release
+from lineage.releases.replicas import copy_release, move_release, verify_release
 from lineage.settings import Settings
 from storage.tier import Tier, get_tier
 from storage.verified import ChecksumMismatch

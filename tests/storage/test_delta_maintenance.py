@@ -25,7 +25,7 @@ from lineage.catalog import Catalog
 from lineage.client import Client
 from lineage.gc import collect_garbage
 from lineage.releases import get_release
-from lineage.replicas import copy_release
+from lineage.releases.replicas import copy_release
 from lineage.settings import Settings, TierConfig
 from operators.schema import sample_id
 from storage.delta import (

@@ -11,10 +11,10 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, Release, ReleasePin
 from lineage.catalog.models import utcnow
-from lineage.releases import get_release
-from lineage.replicas import verified_locations
+from lineage.catalog.queries import get_release
+from lineage.releases.replicas import verified_locations
+from lineage.releases.usage import last_used
 from lineage.settings import Settings
-from lineage.usage import last_used
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from lineage.catalog import Catalog
-from lineage.releases import get_release
+from lineage.catalog.queries import get_release
 from lineage.settings import Settings
 from storage.delta import version_dataset
 from storage.tier import get_tier

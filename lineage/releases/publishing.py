@@ -1,93 +1,31 @@
-"""Releases: ``name@tag`` pinned to one dataset version, with a manifest, immutable once published."""
+"""Publishing: ``name@tag`` pinned to one dataset version, with a manifest, immutable once published.
+
+States: ``draft`` (recorded, not readable as published) → ``published`` → ``deprecated`` (still
+readable). Publishing the same content again is a no-op; other content under a recorded tag is
+refused (:class:`ReleaseConflict`).
+"""
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
 
-import xxhash
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
-from lineage.errors import ReleaseConflict, ReleaseError, ReleaseNotFound
-from lineage.qc import GateConfig, GateError, build_report, evaluate_gate
+from lineage.catalog.queries import dataset_version, get_release, parse_ref
+from lineage.errors import ReleaseConflict
+from lineage.releases.manifest import build_manifest, content_digest
+from lineage.releases.qc import GateConfig, GateError, build_report, evaluate_gate
 from lineage.settings import Settings
-from storage.checksum import file_digest
-from storage.delta import version_files
-from storage.names import parse_release_ref
-from storage.tier import get_tier
 
 log = logging.getLogger(__name__)
-
-MANIFEST_FORMAT = 1
 
 
 DRAFT, PUBLISHED, DEPRECATED = "draft", "published", "deprecated"
 # A live release may still be read: its files and pinned Delta versions are never deleted.
 LIVE_STATES = (PUBLISHED, DEPRECATED)
-
-
-def parse_ref(ref: str) -> tuple[str, str]:
-    """``NAME@TAG`` → ``(name, tag)`` (the grammar is :mod:`storage.names`)."""
-    try:
-        return parse_release_ref(ref)
-    except ValueError as exc:
-        raise ReleaseError(str(exc)) from None
-
-
-def build_manifest(dv: DatasetVersion, run: Run | None, settings: Settings) -> dict[str, Any]:
-    """Files with sizes and checksums read back from storage, row count, schema, QC summary."""
-    tier = get_tier(dv.tier, settings)
-    files = []
-    for entry in version_files(tier, dv.data_path, dv.data_delta_version):
-        digest = file_digest(tier, dv.data_path, entry["path"])
-        checksum, size = digest.hexdigest, digest.size
-        if size != entry["size"]:
-            raise ReleaseError(f"{entry['path']}: {size} bytes on storage, Delta log says {entry['size']}")
-        files.append({"path": entry["path"], "size": size, "rows": entry["num_records"], "xxh3_128": checksum})
-    counts = run.counts if run is not None else {}
-    return {
-        "format": MANIFEST_FORMAT,
-        "dataset": dv.dataset.name,
-        "dataset_version": dv.version,
-        "tier": dv.tier,
-        "data": {"table": dv.data_path, "delta_version": dv.data_delta_version},
-        "lineage": {"table": dv.lineage_path, "delta_version": dv.lineage_delta_version},
-        "quarantine": {"table": dv.quarantine_path, "delta_version": dv.quarantine_delta_version},
-        "signatures": (
-            {"table": dv.signatures_path, "delta_version": dv.signatures_delta_version}
-            if dv.signatures_path is not None
-            else None
-        ),
-        "row_count": dv.row_count,
-        "bytes": sum(f["size"] for f in files),
-        "schema": dv.schema,
-        "files": files,
-        "quality": {"steps": counts.get("steps", []), "quarantine": counts.get("quarantine", {})},
-        "run_id": dv.run_id,
-    }
-
-
-def content_digest(manifest: dict[str, Any]) -> str:
-    """Identity of a release's *content*: file checksums, row count and schema, not paths."""
-    body = {
-        "files": sorted((f["xxh3_128"], f["size"], f["rows"]) for f in manifest["files"]),
-        "row_count": manifest["row_count"],
-        "schema": manifest["schema"],
-    }
-    return xxhash.xxh3_128_hexdigest(json.dumps(body, sort_keys=True).encode())
-
-
-def get_release(session: Session, ref: str) -> Release:
-    name, tag = parse_ref(ref)
-    release = session.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
-    if release is None:
-        raise ReleaseNotFound(f"release {ref} does not exist")
-    return release
 
 
 def publish(
@@ -109,12 +47,10 @@ def publish(
     ``draft=True`` records the release (pinned version, manifest, digest) without publishing it;
     publishing the same content later turns the draft into a published release.
     """
-    from pipelines.runner import latest_version  # runner imports the catalog; avoid a cycle at import
-
     name, tag = parse_ref(ref)
     try:
         with catalog.session() as s:
-            dv = latest_version(s, dataset or name, version)
+            dv = dataset_version(s, dataset or name, version)
             manifest = build_manifest(dv, s.get(Run, dv.run_id), settings)
             digest = content_digest(manifest)
             existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()

@@ -25,9 +25,10 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, Release, Replica, ReplicaFile
 from lineage.catalog.models import utcnow
-from lineage.releases import LIVE_STATES, get_release
+from lineage.catalog.queries import get_release, replicas_of
+from lineage.releases.publishing import LIVE_STATES
+from lineage.releases.transfers import CopyEngine, copy_on_engine
 from lineage.settings import Settings
-from lineage.transfer_jobs import CopyEngine, copy_on_engine
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.faults import checkpoint
 from storage.delta import commit_snapshot, describe_file
@@ -64,10 +65,6 @@ def replica_table_path(release: Release) -> str:
 
 def _specs(release: Release) -> list[FileSpec]:
     return [FileSpec(f["path"], f["size"], f["xxh3_128"]) for f in release.manifest["files"]]
-
-
-def replicas_of(session: Session, release: Release) -> list[Replica]:
-    return list(session.scalars(select(Replica).where(Replica.release_id == release.id).order_by(Replica.id)))
 
 
 def verified_locations(session: Session, release: Release) -> list[Replica]:
@@ -113,7 +110,7 @@ def copy_release(
     """Make (or finish) a verified replica of ``ref`` on ``to_tier``.
 
     ``engine="local"`` copies with a thread pool in this process; ``"spark"`` or ``"ray"`` runs the
-    same per-file copy on a cluster (:mod:`lineage.transfer_jobs`). Either way this process decides
+    same per-file copy on a cluster (:mod:`lineage.releases.transfers`). Either way this process decides
     what to copy and records each verified file, the Delta log and the final state.
     """
     if engine not in ("local", "spark", "ray"):

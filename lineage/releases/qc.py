@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from lineage.catalog import DatasetVersion, Run
+from lineage.catalog.queries import dataset_version
 from lineage.errors import GateFailed
 from lineage.settings import Settings
 from operators import registry
@@ -74,9 +75,7 @@ def _chain_operators(session: Session, run: Run | None, seen: set[str] | None = 
     for inp in run.inputs:
         if inp.get("kind") != "dataset":
             continue
-        from pipelines.runner import latest_version
-
-        parent = latest_version(session, inp["dataset"], inp["version"])
+        parent = dataset_version(session, inp["dataset"], inp["version"])
         names += _chain_operators(session, session.get(Run, parent.run_id), seen)
     return list(dict.fromkeys(names))
 
@@ -117,9 +116,7 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
         kept = dict(con.sql("SELECT source_dataset, count(*) FROM data GROUP BY 1").fetchall())
         sources = ["SELECT sample_id, detail.source.dataset AS source FROM lin WHERE step = 0"]
         for k, inp in enumerate(i for i in (run.inputs if run else []) if i.get("kind") == "dataset"):
-            from pipelines.runner import latest_version
-
-            parent = latest_version(session, inp["dataset"], inp["version"])
+            parent = dataset_version(session, inp["dataset"], inp["version"])
             con.register(
                 f"input_{k}",
                 version_dataset(get_tier(parent.tier, settings), parent.data_path, parent.data_delta_version),

@@ -1,0 +1,68 @@
+"""Version look-ups: every "which dataset version / release / replica is this?" question, once.
+
+The runner, releases, QC, replicas, the service, the reader and the CLI all ask the catalog the
+same few questions; each is answered here, with one error (and one message) for a miss:
+
+- :func:`dataset_version` — a dataset's version by number, or its latest;
+- :func:`get_release` — a release by ``NAME@TAG``;
+- :func:`resolve_ref` — ``NAME@TAG`` (a release), ``DATASET:vN`` / ``DATASET:N`` (a version) or
+  ``DATASET`` (its latest), as the diff endpoints take them;
+- :func:`replicas_of` — a release's copies, one per tier.
+
+Functions take an open session and return ORM rows; they never commit.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from lineage.catalog.models import Dataset, DatasetVersion, Release, Replica
+from lineage.errors import Invalid, NotFound, ReleaseError, ReleaseNotFound
+from storage.names import parse_release_ref, parse_version_ref
+
+
+class VersionNotFound(NotFound):
+    """The dataset, or the version of it asked for, is not in the catalog."""
+
+
+def parse_ref(ref: str) -> tuple[str, str]:
+    """``NAME@TAG`` → ``(name, tag)`` (the grammar is :mod:`storage.names`), as a :class:`ReleaseError`."""
+    try:
+        return parse_release_ref(ref)
+    except Invalid as exc:
+        raise ReleaseError(str(exc)) from None
+
+
+def dataset_version(session: Session, name: str, version: int | None = None) -> DatasetVersion:
+    """Version ``version`` of dataset ``name``, or its latest when ``version`` is None."""
+    query = select(DatasetVersion).join(Dataset).where(Dataset.name == name)
+    if version is not None:
+        query = query.where(DatasetVersion.version == version)
+    found = session.scalars(query.order_by(DatasetVersion.version.desc()).limit(1)).first()
+    if found is None:
+        what = f"version {version} of dataset {name!r}" if version is not None else f"dataset {name!r}"
+        raise VersionNotFound(f"{what} does not exist" + ("" if version is None else " (or it has no versions)"))
+    return found
+
+
+def get_release(session: Session, ref: str) -> Release:
+    name, tag = parse_ref(ref)
+    release = session.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
+    if release is None:
+        raise ReleaseNotFound(f"release {ref} does not exist")
+    return release
+
+
+def resolve_ref(session: Session, ref: str) -> tuple[DatasetVersion, Release | None]:
+    """The dataset version ``ref`` names, and the release when it names one."""
+    if "@" in ref:
+        release = get_release(session, ref)
+        return release.dataset_version, release
+    name, version = parse_version_ref(ref)
+    return dataset_version(session, name, version), None
+
+
+def replicas_of(session: Session, release: Release) -> list[Replica]:
+    """Every copy of the release the catalog records, in any state, oldest first."""
+    return list(session.scalars(select(Replica).where(Replica.release_id == release.id).order_by(Replica.id)))

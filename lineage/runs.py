@@ -1,0 +1,205 @@
+"""A pipeline run, recorded in the catalog around :mod:`pipelines.execute`.
+
+Protocol (README, "The commit protocol"):
+
+1. plan the run (``pipelines.execute.plan``) and resolve its inputs: raw files are planned by
+   ``pipelines.execute.plan_source``, dataset versions and the published releases a cluster step
+   dedupes against come from the catalog (:mod:`lineage.catalog.queries`);
+2. insert the run row with status ``running``;
+3. ``pipelines.execute.execute`` runs the engine, checks its output and commits the Delta tables,
+   which nobody reads yet;
+4. **one catalog transaction** records the dataset version pinning those Delta versions and marks
+   the run ``succeeded``: the run's only commit point;
+5. emit the run's dataset-level lineage (OpenLineage), which never fails the run.
+
+Any error from step 3 on marks the run ``failed`` and is raised again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+
+from lineage.catalog import Catalog, Dataset, DatasetVersion, Run
+from lineage.catalog.models import utcnow
+from lineage.catalog.queries import dataset_version, get_release
+from lineage.openlineage import emit_after_commit
+from lineage.settings import Settings, get_settings
+from lineage.version import code_version
+from operators.base import ClusterOperator
+from operators.schema import SAMPLE_SCHEMA
+from pipelines import execute
+from pipelines.engines import DatasetInput, PublishedRelease, SourceInput
+from pipelines.engines.base import ProgressFn, _no_progress
+from pipelines.spec import PipelineSpec
+from storage.layout import check_name, run_prefix
+from storage.tier import get_tier
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    dataset: str
+    version: int
+    row_count: int
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+class Runner:
+    def __init__(self, settings: Settings | None = None, catalog: Catalog | None = None) -> None:
+        self.settings = settings or get_settings()
+        self.catalog = catalog or Catalog(self.settings.catalog_url or "")
+
+    def run(self, spec: PipelineSpec, *, engine: str | None = None, progress: ProgressFn = _no_progress) -> RunOutcome:
+        engine_name = engine or spec.engine
+        run_id = str(uuid.uuid4())
+        plan = execute.plan(spec, run_id, self.settings)
+        sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)
+        published = self._resolve_published(plan.cluster) if plan.cluster else []
+        if published and engine_name != "local":
+            raise ValueError("deduplicating against published releases (against=) runs on the local engine only")
+
+        with self.catalog.session() as s:
+            s.add(
+                Run(
+                    id=run_id,
+                    pipeline=spec.name,
+                    engine=engine_name,
+                    output_dataset=spec.output.dataset,
+                    spec=spec.model_dump(mode="json"),
+                    operators=[src.convert.describe() for src in sources[:1]]
+                    + [op.describe() for op in plan.operators],
+                    inputs=inputs,
+                    code_version=code_version(),
+                    host=socket.gethostname(),
+                    pid=os.getpid(),
+                    staging_prefix=run_prefix(run_id),
+                )
+            )
+        log.info("run %s: %s -> %s on %s", run_id, spec.name, spec.output.dataset, engine_name)
+        try:
+            executed = execute.execute(
+                plan,
+                sources,
+                datasets,
+                published,
+                engine=engine_name,
+                config=self.settings.execution(),
+                input_rows=input_rows,
+                progress=progress,
+            )
+            return self._commit(spec, plan, executed)
+        except BaseException as exc:
+            self._fail(run_id, exc)
+            raise
+
+    # -- inputs -----------------------------------------------------------------------------
+    def _resolve_inputs(
+        self, spec: PipelineSpec, run_id: str
+    ) -> tuple[list[SourceInput], list[DatasetInput], list[dict[str, Any]], int]:
+        """(raw sources, dataset versions, what the run records about them, rows of those versions)."""
+        sources: list[SourceInput] = []
+        datasets: list[DatasetInput] = []
+        recorded: list[dict[str, Any]] = []
+        input_rows = 0
+        for position, inp in enumerate(spec.inputs):
+            check_name(inp.dataset)
+            if inp.is_raw:
+                source, record = execute.plan_source(inp, position, spec.base_dir, run_id, self.settings)
+                sources.append(source)
+                recorded.append(record)
+            else:
+                with self.catalog.session() as s:
+                    dv = dataset_version(s, inp.dataset, inp.version)
+                    tier = get_tier(dv.tier, self.settings)
+                    datasets.append(DatasetInput(tier, dv.data_path, dv.data_delta_version, position))
+                    recorded.append({"kind": "dataset", "dataset": inp.dataset, "version": dv.version})
+                    input_rows += dv.row_count
+        return sources, datasets, recorded, input_rows
+
+    def _resolve_published(self, op: ClusterOperator) -> list[PublishedRelease]:
+        """Releases a cluster step dedupes against, with their stored signatures."""
+        found = []
+        with self.catalog.session() as s:
+            for ref in getattr(op.params, "against", ()):
+                dv = get_release(s, ref).dataset_version
+                if dv.signatures_path is None or dv.signatures_delta_version is None:
+                    raise ValueError(f"release {ref} has no stored signatures (its pipeline ran no minhash_dedupe)")
+                found.append(
+                    PublishedRelease(
+                        ref,
+                        get_tier(dv.tier, self.settings),
+                        dv.signatures_path,
+                        dv.signatures_delta_version,
+                        dv.data_path,
+                        dv.data_delta_version,
+                    )
+                )
+        return found
+
+    # -- commit -----------------------------------------------------------------------------
+    def _commit(self, spec: PipelineSpec, plan: execute.Plan, executed: execute.Executed) -> RunOutcome:
+        """The run's commit point: the dataset version pinning the Delta versions, and the run's status."""
+        tier, tables, versions, run_id = plan.tier, plan.tables, executed.versions, plan.run_id
+        with self.catalog.session() as s:
+            dataset = s.scalars(select(Dataset).where(Dataset.name == spec.output.dataset)).first()
+            if dataset is None:
+                out = spec.output
+                dataset = Dataset(
+                    name=out.dataset,
+                    tier=tier.name,
+                    description=out.description,
+                    owner=out.owner,
+                    license=out.license,
+                    tags=list(out.tags),
+                )
+                s.add(dataset)
+                s.flush()
+            number = (
+                s.scalar(select(func.max(DatasetVersion.version)).where(DatasetVersion.dataset_id == dataset.id)) or 0
+            ) + 1
+            dv = DatasetVersion(
+                version=number,
+                run_id=run_id,
+                tier=tier.name,
+                data_path=tables.data,
+                data_delta_version=versions["data"],
+                lineage_path=tables.lineage,
+                lineage_delta_version=versions["lineage"],
+                quarantine_path=tables.quarantine,
+                quarantine_delta_version=versions["quarantine"],
+                row_count=executed.row_count,
+                bytes=executed.bytes,
+                quarantine_count=executed.quarantine_count,
+                signatures_path=tables.signatures if "signatures" in versions else None,
+                signatures_delta_version=versions.get("signatures"),
+                schema={
+                    "fields": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in SAMPLE_SCHEMA]
+                },
+            )
+            dv.dataset = dataset
+            s.add(dv)
+            run = s.get(Run, run_id)
+            assert run is not None
+            run.status, run.ended_at, run.counts = "succeeded", utcnow(), executed.counts
+        log.info("run %s committed %s v%d (%d samples)", run_id, spec.output.dataset, number, executed.row_count)
+        emit_after_commit(self.catalog, self.settings, run_id)  # dataset-level lineage; never fails the run
+        return RunOutcome(run_id, spec.output.dataset, number, executed.row_count, executed.counts)
+
+    def _fail(self, run_id: str, exc: BaseException) -> None:
+        try:
+            with self.catalog.session() as s:
+                run = s.get(Run, run_id)
+                if run is not None and run.status == "running":
+                    run.status, run.ended_at = "failed", utcnow()
+                    run.error = f"{type(exc).__name__}: {exc}"[:4000]
+        except Exception:  # the original error matters more than a failed status update
+            log.exception("could not mark run %s as failed", run_id)
