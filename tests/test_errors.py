@@ -3,8 +3,8 @@ bodies have carried since they were introduced keep their status."""
 
 from __future__ import annotations
 
-import lineage.releases.qc
 import lineage.releases
+import lineage.releases.qc
 from lineage import errors
 
 
