@@ -22,10 +22,6 @@ from lineage.errors import Invalid, NotFound, ReleaseError, ReleaseNotFound
 from storage.names import parse_release_ref, parse_version_ref
 
 
-class VersionNotFound(NotFound):
-    """The dataset, or the version of it asked for, is not in the catalog."""
-
-
 def parse_ref(ref: str) -> tuple[str, str]:
     """``NAME@TAG`` → ``(name, tag)`` (the grammar is :mod:`storage.names`), as a :class:`ReleaseError`."""
     try:
@@ -42,7 +38,7 @@ def dataset_version(session: Session, name: str, version: int | None = None) -> 
     found = session.scalars(query.order_by(DatasetVersion.version.desc()).limit(1)).first()
     if found is None:
         what = f"version {version} of dataset {name!r}" if version is not None else f"dataset {name!r}"
-        raise VersionNotFound(f"{what} does not exist" + ("" if version is None else " (or it has no versions)"))
+        raise NotFound(f"{what} does not exist" + (" (or it has no versions)" if version is None else ""))
     return found
 
 
