@@ -118,7 +118,7 @@ def translate(exc: BaseException, *, builtins: bool = False) -> LineageError | N
         return ConcurrentChange(f"conflicts with a concurrent change to the catalog: {_first_line(exc)}")
     if not builtins:
         return None
-    # The CLI's fallbacks until the pipeline and operator raise sites raise tree classes (PLAN16 §7.2).
+    # The CLI's fallbacks until the pipeline and operator raise sites raise tree classes (issue #16, still to do).
     if isinstance(exc, KeyError):
         return NotFound(str(exc.args[0]) if exc.args else str(exc))
     if isinstance(exc, ValidationError | ValueError):
