@@ -7,18 +7,23 @@ settings) is enough for :func:`storage.tier.get_tier`.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
+
+from storage.names import check_name
 
 TierKind = Literal["posix", "s3", "hdfs"]
 TierClass = Literal["hot", "warm", "cold"]
+# Tier names follow the one name grammar (storage.names): they appear in the catalog, in replica
+# rows, in CLI arguments (``--to TIER``) and in URL query parameters.
+TierName = Annotated[str, AfterValidator(lambda name: check_name(name, "tier"))]
 
 
 class TierConfig(BaseModel):
     """One storage tier. Credentials are never stored here: ``credentials_env`` names env vars."""
 
-    name: str
+    name: TierName
     kind: TierKind = "posix"
     root: str
     tier_class: TierClass = Field(default="hot", alias="class")

@@ -8,10 +8,12 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from lineage.client import BadRequest, Client
 from lineage.settings import Settings
 from storage import names
+from storage.config import TierConfig
 
 # Near-misses matter more than random text: build strings from the grammar's own alphabet and its edges.
 _ALPHABET = st.sampled_from([*"aZ09._-@:v", "\x00", " ", "٣", "é", "\x7f"])
@@ -59,3 +61,10 @@ def test_the_in_process_client_refuses_the_refs_the_api_refuses(settings: Settin
     assert not re.match(names.REF_PATTERN, ref)  # the HTTP API answers 422
     with pytest.raises(BadRequest, match="invalid reference"):
         Client(settings=settings).diff(ref, "ds")
+
+
+@pytest.mark.parametrize("name", ["cold tier", "", "-x", "a/b", "ceph@bj", "x" * 129])
+def test_a_tier_name_follows_the_name_grammar(name: str) -> None:
+    with pytest.raises(ValidationError, match="invalid tier name"):
+        TierConfig(name=name, root="/tmp/t")
+    assert TierConfig(name="cold-2.bj_1", root="/tmp/t").name == "cold-2.bj_1"
