@@ -27,9 +27,9 @@ def _concat(pieces: tuple[pa.Table, ...]) -> pa.Table:
 
 
 @ray.remote
-def _scatter(partitions: int, edges: pa.Table) -> tuple[pa.Table, ...]:
+def _scatter(partitions: int, edges: pa.Table) -> tuple[pa.Table, ...] | pa.Table:
     """Both directions of an input block's edges, split by owner of ``src``."""
-    return tuple(components.split(components.symmetric(edges), components.SRC, partitions))
+    return _one_or_many(components.split(components.symmetric(edges), components.SRC, partitions))
 
 
 @ray.remote
@@ -42,10 +42,20 @@ def _large_star(partitions: int, *pieces: pa.Table) -> tuple:
 
 
 @ray.remote
-def _small_star(partitions: int, *pieces: pa.Table) -> tuple[pa.Table, ...]:
+def _small_star(partitions: int, *pieces: pa.Table) -> tuple[pa.Table, ...] | pa.Table:
     """Small-star over one partition, then both directions split by ``src`` for the next large-star."""
     edges = components.small_star(_concat(pieces)).select([components.SRC, components.DST])
-    return tuple(components.split(components.symmetric(edges), components.SRC, partitions))
+    return _one_or_many(components.split(components.symmetric(edges), components.SRC, partitions))
+
+
+def _one_or_many(pieces: list[pa.Table]) -> tuple[pa.Table, ...] | pa.Table:
+    """What a task with ``num_returns=len(pieces)`` returns: Ray stores a 1-tuple as one object."""
+    return tuple(pieces) if len(pieces) > 1 else pieces[0]
+
+
+def _refs(result: ObjectRef | list[ObjectRef]) -> list[ObjectRef]:
+    """``.remote()`` gives a list of refs for ``num_returns`` > 1, a bare ref for 1."""
+    return result if isinstance(result, list) else [result]
 
 
 def _transpose(outputs: list[list[ObjectRef]], offset: int = 0) -> list[list[ObjectRef]]:
@@ -59,14 +69,12 @@ def connected_components(edge_blocks: list[ObjectRef], partitions: int) -> list[
     n = partitions
     if not edge_blocks:
         return []
-    scattered = [_scatter.options(num_returns=n).remote(n, block) for block in edge_blocks]
-    scattered = [s if isinstance(s, list) else [s] for s in scattered]
-    inputs = _transpose(scattered)
+    inputs = _transpose([_refs(_scatter.options(num_returns=n).remote(n, block)) for block in edge_blocks])
     for rounds in range(1, components.MAX_ROUNDS + 1):
         star = [_large_star.options(num_returns=n + 2).remote(n, *inputs[p]) for p in range(n)]
         if sum(ray.get([refs[0] for refs in star])) == 0:
             log.info("connected components: converged after %d rounds", rounds)
             return [refs[1] for refs in star]
-        small = [_small_star.options(num_returns=n).remote(n, *parts) for parts in _transpose(star, offset=2)]
-        inputs = _transpose([s if isinstance(s, list) else [s] for s in small])
+        small = [_refs(_small_star.options(num_returns=n).remote(n, *parts)) for parts in _transpose(star, offset=2)]
+        inputs = _transpose(small)
     raise RuntimeError(f"connected components did not converge in {components.MAX_ROUNDS} rounds")

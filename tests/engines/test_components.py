@@ -73,9 +73,10 @@ def test_spark_components_match_union_find(spark, ids: str) -> None:  # noqa: F8
     check(result, e, ids)
 
 
-@pytest.mark.parametrize("ids", ["int64", "string"])
+@pytest.mark.parametrize(("ids", "partitions"), [("int64", 3), ("string", 3), ("int64", 1)])
 @pytest.mark.usefixtures("ray_runtime")
-def test_ray_components_match_union_find(ids: str) -> None:
+def test_ray_components_match_union_find(ids: str, partitions: int) -> None:
+    """One partition is what a one-CPU Ray cluster gets by default (``parallelism()``)."""
     import ray
     import ray.data
 
@@ -85,7 +86,7 @@ def test_ray_components_match_union_find(ids: str) -> None:
     table = as_table(e, ids)
     blocks = [table.slice(i, 300) for i in range(0, table.num_rows, 300)]
     engine = RayEngine(Settings().execution())
-    result = engine.connected_components(ray.data.from_arrow(blocks), partitions=3)
+    result = engine.connected_components(ray.data.from_arrow(blocks), partitions=partitions)
     engine.close()
     assert ray.is_initialized(), "close() must not stop a shared runtime"
     check(pa.concat_tables(ray.get(result.to_arrow_refs())), e, ids)
