@@ -10,6 +10,7 @@ spark or ray engine fails at once with one line naming the ``pip install`` that 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -74,7 +75,9 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> BaseVenv:
     for package in PACKAGES:
         shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     start = time.perf_counter()
-    built = pip(sys.executable, "wheel", "-q", "--no-deps", "-w", root / "dist", src, cwd=root)
+    # This interpreter's setuptools builds the wheel if it has one: seconds faster than an isolated build.
+    no_isolation = ["--no-build-isolation"] if all(map(importlib.util.find_spec, ("setuptools", "wheel"))) else []
+    built = pip(sys.executable, "wheel", "-q", "--no-deps", *no_isolation, "-w", root / "dist", src, cwd=root)
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = (root / "dist").glob("lineage_ledger-*.whl")
     venv = root / "venv"

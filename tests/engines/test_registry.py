@@ -136,3 +136,40 @@ def test_lineage_run_on_an_engine_without_its_extra_prints_the_fix_and_records_n
             assert s.query(Run).count() == 0  # refused before the run row, not recorded as a failed run
     finally:
         catalog.dispose()
+
+
+def test_the_user_facing_modules_load_neither_pyspark_nor_ray_where_both_are_installed() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import importlib, sys\n"
+            "assert importlib.util.find_spec('pyspark') and importlib.util.find_spec('ray')\n"
+            "for m in ('lineage', 'lineage.reader', 'lineage.client', 'lineage.cli', 'lineage.runs',"
+            " 'lineage.releases', 'lineage.service.core', 'api.app', 'pipelines.spec', 'pipelines.engines'):\n"
+            "    importlib.import_module(m)\n"
+            "from lineage import Client, open_release\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'ray'}))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_a_tier_copy_on_an_engine_without_its_extra_prints_the_fix(tmp_path: Path) -> None:
+    result = run_without_extras(
+        """
+        sys.argv = ["lineage", "tier", "copy", "t@v1", "--to", "local", "--engine", "ray"]
+        from lineage.cli import main
+
+        main()
+        """,
+        tmp_path / "home",
+    )
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert "error: the ray engine needs ray: pip install 'lineage-ledger[ray]'" in result.stderr.splitlines()
