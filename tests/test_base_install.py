@@ -147,7 +147,7 @@ def test_the_base_install_runs_publishes_and_reads_a_release_on_the_local_engine
     assert json.loads(result.stdout) == {"texts": sorted(d["text"] for d in DOCS), "extras": []}
 
 
-def test_the_spark_and_ray_engines_fail_at_once_with_the_fix(base: BaseVenv, tmp_path: Path) -> None:
+def test_the_extras_fail_at_once_with_the_fix(base: BaseVenv, tmp_path: Path) -> None:
     base = replace(base, home=tmp_path / "home")
     raw = write_jsonl(tmp_path / "raw" / "docs.jsonl", DOCS)
     pipeline = tmp_path / "p.toml"
@@ -174,7 +174,15 @@ def test_the_spark_and_ray_engines_fail_at_once_with_the_fix(base: BaseVenv, tmp
             print(exc)
         with runner.catalog.session() as s:
             print(s.query(Run).count(), "runs")
+        try:
+            Catalog("postgresql+psycopg://ledger@127.0.0.1:1/ledger")
+        except MissingExtra as exc:
+            print(exc)
         """
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["the ray engine needs ray: pip install 'lineage-ledger[ray]'", "0 runs"]
+    assert result.stdout.splitlines() == [
+        "the ray engine needs ray: pip install 'lineage-ledger[ray]'",
+        "0 runs",
+        "a PostgreSQL catalog needs psycopg: pip install 'lineage-ledger[postgres]'",
+    ]

@@ -2,7 +2,7 @@
 not installed fails at once with the ``pip install`` that fixes it, before any work or catalog row.
 
 The extra is made missing for real in a subprocess: a ``sys.meta_path`` finder refuses to import
-pyspark and ray there, as an interpreter without them would (tests/test_base_install.py checks the
+pyspark, ray and psycopg there, as an interpreter without them would (tests/test_base_install.py checks the
 same in a fresh venv that truly lacks them).
 """
 
@@ -28,14 +28,14 @@ from tests.conftest import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Imported first by the subprocess: from then on `import pyspark` / `import ray` fail as if not installed.
+# Run first by the subprocess: from then on pyspark, ray and psycopg fail to import, as if not installed.
 BLOCK_EXTRAS = textwrap.dedent(
     """
     import sys
 
     class NotInstalled:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("pyspark", "ray"):
+            if name.split(".")[0] in ("pyspark", "ray", "psycopg"):
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
@@ -76,6 +76,7 @@ def test_an_unknown_engine_is_invalid_and_names_the_known_ones(settings: Setting
 def test_an_engine_without_its_extra_fails_at_once_with_the_fix(tmp_path: Path) -> None:
     result = run_without_extras(
         """
+        from lineage.catalog import Catalog
         from lineage.errors import MissingExtra
         from lineage.settings import get_settings
         from pipelines.engines import check_engine, engine_module, get_engine
@@ -89,6 +90,7 @@ def test_an_engine_without_its_extra_fails_at_once_with_the_fix(tmp_path: Path) 
             lambda: check_engine("spark"),
             lambda: engine_module("ray"),
             lambda: get_engine("ray", get_settings().execution()),
+            lambda: Catalog("postgresql+psycopg://ledger@127.0.0.1:1/ledger"),
         ):
             try:
                 attempt()
@@ -102,6 +104,7 @@ def test_an_engine_without_its_extra_fails_at_once_with_the_fix(tmp_path: Path) 
         "the spark engine needs pyspark: pip install 'lineage-ledger[spark]'",
         "the ray engine needs ray: pip install 'lineage-ledger[ray]'",
         "the ray engine needs ray: pip install 'lineage-ledger[ray]'",
+        "a PostgreSQL catalog needs psycopg: pip install 'lineage-ledger[postgres]'",
     ]
 
 
