@@ -35,7 +35,7 @@ from lineage.version import code_version
 from operators.base import ClusterOperator
 from operators.schema import SAMPLE_SCHEMA
 from pipelines import execute
-from pipelines.engines import DatasetInput, PublishedRelease, SourceInput
+from pipelines.engines import DatasetInput, PublishedRelease, SourceInput, check_engine
 from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.spec import PipelineSpec
 from storage.layout import check_name, run_prefix
@@ -60,6 +60,7 @@ class Runner:
 
     def run(self, spec: PipelineSpec, *, engine: str | None = None, progress: ProgressFn = _no_progress) -> RunOutcome:
         engine_name = engine or spec.engine
+        check_engine(engine_name)  # an unknown engine or a missing extra fails before any work or catalog row
         run_id = str(uuid.uuid4())
         plan = execute.plan(spec, run_id, self.settings)
         sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-EngineName = Literal["local", "spark", "ray"]
+from pipelines.engines.base import engine_entry
+
+
+def _known_engine(name: str) -> str:
+    """A name of the engine registry. Whether its extra is installed is checked when a run starts, not
+    here: a pipeline file may be validated where the extra is absent."""
+    engine_entry(name)
+    return name
+
+
+EngineName = Annotated[str, AfterValidator(_known_engine)]
 
 
 class _Strict(BaseModel):

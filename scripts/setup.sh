@@ -30,7 +30,8 @@ if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-extras="dev"
+# the engines and the PostgreSQL driver are extras (pyproject.toml); torch is pinned below
+extras="spark,ray,postgres,dev"
 .venv/bin/python -m pip install -q -c constraints.txt -e ".[${extras}]"
 if ((with_tests)); then
   # The [torch] extra leaves the version to users; tests pin the CPU build this machine kind carries.

@@ -13,6 +13,7 @@ builtin base where callers have always caught one (``Invalid`` is a ``ValueError
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -101,6 +102,17 @@ class MissingExtra(ConfigError):
     """An optional dependency is not installed; the message gives the ``pip install`` that fixes it."""
 
     code = "missing_extra"
+
+    @classmethod
+    def require(cls, package: str, extra: str, what: str) -> None:
+        """Import ``package`` or raise ``"{what} needs {package}: pip install 'lineage-ledger[{extra}]'"``.
+
+        Importing, not just finding it, also catches an extra installed without its own dependencies
+        (then the message names the module that is missing)."""
+        try:
+            importlib.import_module(package)
+        except ModuleNotFoundError as exc:
+            raise cls(f"{what} needs {exc.name or package}: pip install 'lineage-ledger[{extra}]'") from None
 
 
 __all__ = [

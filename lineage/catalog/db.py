@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from lineage.catalog.migrations import HEAD
+from lineage.errors import MissingExtra
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,8 @@ class Catalog:
         self.url = url
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        if url.startswith("postgresql+psycopg:"):  # the driver the [postgres] extra installs
+            MissingExtra.require("psycopg", "postgres", "a PostgreSQL catalog")
         self.engine: Engine = create_engine(url, future=True, pool_pre_ping=not url.startswith("sqlite"))
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)

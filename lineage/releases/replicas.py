@@ -30,6 +30,7 @@ from lineage.releases.publishing import LIVE_STATES
 from lineage.releases.transfers import CopyEngine, copy_on_engine
 from lineage.settings import Settings
 from operators.schema import SAMPLE_SCHEMA
+from pipelines.engines import check_engine
 from pipelines.faults import checkpoint
 from storage.delta import commit_snapshot, describe_file
 from storage.tier import get_tier
@@ -113,8 +114,7 @@ def copy_release(
     same per-file copy on a cluster (:mod:`lineage.releases.transfers`). Either way this process decides
     what to copy and records each verified file, the Delta log and the final state.
     """
-    if engine not in ("local", "spark", "ray"):
-        raise ReplicaError(f"unknown copy engine {engine!r} (local, spark or ray)")
+    check_engine(engine)  # an unknown engine or a missing extra fails before any catalog row
     dst = get_tier(to_tier, settings)
     with catalog.session() as s:
         release = get_release(s, ref)

@@ -25,16 +25,18 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from lineage.settings import Settings
+from pipelines.engines import check_engine, engine_module
+from storage.errors import Invalid
 from storage.tier import Tier
 from storage.transfer import FileSpec, TransferError, TransferReport
 from storage.transfer_task import BatchResult, CopyTask, TierAccess, run_copy_task
 
 log = logging.getLogger(__name__)
 
-CopyEngine = Literal["local", "spark", "ray"]
+CopyEngine = str  # a name of the engine registry, pipelines.engines.base.ENGINES
 MAX_FILES_PER_BATCH = 64  # bounds the work a killed job loses (proven but not yet recorded)
 
 
@@ -50,9 +52,7 @@ class _SparkSubmitter:
     """Each batch is a one-partition Spark job; driver threads keep ``slots`` of them running."""
 
     def __init__(self, settings: Settings) -> None:
-        from pipelines.engines.spark import spark_session
-
-        self.session, self._owned = spark_session(settings.engine)
+        self.session, self._owned = engine_module("spark").spark_session(settings.engine)
         self.sc = self.session.sparkContext
         self.slots = max(1, self.sc.defaultParallelism)
         self._group = f"lineage-copy-{uuid.uuid4().hex[:12]}"
@@ -83,9 +83,8 @@ class _RaySubmitter:
     """Each batch is a Ray task; the copy task (with its credentials) is put in the object store once."""
 
     def __init__(self, settings: Settings) -> None:
-        import ray
-
-        from pipelines.engines.ray import ray_runtime
+        ray_runtime = engine_module("ray").ray_runtime  # checks the [ray] extra first
+        import ray  # extra: ray (checked just above); the base install never loads it
 
         self._ray = ray
         self._owned = ray_runtime(settings.engine)
@@ -110,12 +109,18 @@ class _RaySubmitter:
             self._ray.shutdown()
 
 
-def _submitter(engine: CopyEngine, settings: Settings) -> _Submitter:
-    if engine == "spark":
-        return _SparkSubmitter(settings)
-    if engine == "ray":
-        return _RaySubmitter(settings)
-    raise ValueError(f"unknown copy engine {engine!r} (local, spark or ray)")
+_SUBMITTERS: dict[str, Callable[[Settings], _Submitter]] = {"spark": _SparkSubmitter, "ray": _RaySubmitter}
+
+
+def _submitter(engine: CopyEngine) -> Callable[[Settings], _Submitter]:
+    """How ``engine`` runs copy batches; an unknown name is Invalid, a missing extra MissingExtra."""
+    check_engine(engine)
+    try:
+        return _SUBMITTERS[engine]
+    except KeyError:  # "local": the caller copies in process (storage.transfer.copy_verified)
+        raise Invalid(
+            f"the {engine} engine does not run tier copies as jobs; choose one of {', '.join(_SUBMITTERS)}"
+        ) from None
 
 
 def batches(files: list[FileSpec], slots: int, workers: int) -> list[list[FileSpec]]:
@@ -140,6 +145,7 @@ def copy_on_engine(
     on_bytes: Callable[[int], None] = lambda _n: None,
 ) -> TransferReport:
     """:func:`storage.transfer.copy_verified` as a Spark or Ray job; ``on_verified`` runs on the driver."""
+    make_submitter = _submitter(engine)  # before any work
     report = TransferReport()
     todo: list[FileSpec] = []
     for spec in files:
@@ -150,7 +156,7 @@ def copy_on_engine(
     if not todo:
         return report
     start = time.perf_counter()
-    submitter = _submitter(engine, settings)
+    submitter = make_submitter(settings)
     queue = batches(todo, submitter.slots, workers)
     in_flight = min(submitter.slots, len(queue))
     share = bytes_per_s / in_flight if bytes_per_s else None

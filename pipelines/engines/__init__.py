@@ -8,7 +8,20 @@ from pipelines.engines.base import (
     PublishedRelease,
     SourceInput,
     TableTarget,
+    check_engine,
+    engine_module,
     get_engine,
 )
 
-__all__ = ["DatasetInput", "Engine", "Job", "JobResult", "PublishedRelease", "SourceInput", "TableTarget", "get_engine"]
+__all__ = [
+    "DatasetInput",
+    "Engine",
+    "Job",
+    "JobResult",
+    "PublishedRelease",
+    "SourceInput",
+    "TableTarget",
+    "check_engine",
+    "engine_module",
+    "get_engine",
+]

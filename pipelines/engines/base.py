@@ -1,4 +1,10 @@
-"""The engine interface: what a run asks of in-process, Spark and Ray execution alike."""
+"""The engine interface: what a run asks of in-process, Spark and Ray execution alike, and the registry.
+
+:data:`ENGINES` names every engine, the module holding it and the install extra it needs; Spark and
+Ray are extras (``lineage-ledger[spark]``, ``[ray]``), the in-process engine is always there. Their
+modules are imported only through the registry, so the base install never loads pyspark or ray, and
+choosing one without its extra raises :class:`~storage.errors.MissingExtra` naming the fix.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import ClassVar
 
 import pyarrow as pa
@@ -13,6 +20,7 @@ import pyarrow as pa
 from operators.base import Operator
 from operators.convert import ConvertOperator
 from pipelines.config import ExecutionConfig
+from storage.errors import Invalid, MissingExtra
 from storage.tier import Tier
 
 ProgressFn = Callable[[str, int], None]  # (counter name, increment)
@@ -102,16 +110,50 @@ class Engine(ABC):
         """Release engine resources (sessions, runtimes)."""
 
 
-_ENGINES = {
-    "local": "pipelines.engines.local:LocalEngine",
-    "spark": "pipelines.engines.spark:SparkEngine",
-    "ray": "pipelines.engines.ray:RayEngine",
+@dataclass(frozen=True)
+class EngineEntry:
+    """One engine of the registry: where its class lives and the install extra it needs, if any.
+
+    ``module`` also holds the engine's session helpers (``spark_session``, ``ray_runtime``), which
+    tier copies use through :func:`engine_module`.
+    """
+
+    module: str
+    cls: str
+    extra: str | None = None  # ``pip install 'lineage-ledger[<extra>]'`` brings ...
+    needs: str | None = None  # ... this top-level package, imported to prove it is there
+
+
+# THE engine registry: runs (lineage.runs), replicas and tier copies (lineage.releases) choose here.
+ENGINES: dict[str, EngineEntry] = {
+    "local": EngineEntry("pipelines.engines.local", "LocalEngine"),
+    "spark": EngineEntry("pipelines.engines.spark", "SparkEngine", extra="spark", needs="pyspark"),
+    "ray": EngineEntry("pipelines.engines.ray", "RayEngine", extra="ray", needs="ray"),
 }
 
 
-def get_engine(name: str, config: ExecutionConfig) -> Engine:
+def engine_entry(name: str) -> EngineEntry:
+    """The registry entry of ``name``, installed or not (what a pipeline file may name)."""
     try:
-        module, _, attr = _ENGINES[name].partition(":")
+        return ENGINES[name]
     except KeyError:
-        raise ValueError(f"unknown engine {name!r}; choose one of {sorted(_ENGINES)}") from None
-    return getattr(importlib.import_module(module), attr)(config)
+        raise Invalid(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}") from None
+
+
+def check_engine(name: str) -> EngineEntry:
+    """``name``'s entry, once its extra is installed: call it before any work, so that choosing an
+    engine without its extra fails at once with the ``pip install`` that fixes it (:class:`MissingExtra`)."""
+    entry = engine_entry(name)
+    if entry.extra is not None and entry.needs is not None:
+        MissingExtra.require(entry.needs, entry.extra, f"the {name} engine")
+    return entry
+
+
+def engine_module(name: str) -> ModuleType:
+    """The module of engine ``name`` (checked first), for its session helpers."""
+    return importlib.import_module(check_engine(name).module)
+
+
+def get_engine(name: str, config: ExecutionConfig) -> Engine:
+    entry = check_engine(name)
+    return getattr(importlib.import_module(entry.module), entry.cls)(config)

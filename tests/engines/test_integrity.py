@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,8 @@ def test_same_file_as_two_inputs_fails_before_dedupe_can_drop_both_copies(
 def test_a_run_whose_output_lost_samples_commits_nothing(
     engine: str, tmp_path: Path, settings: Settings, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(engines._ENGINES, f"lossy-{engine}", f"tests.support.failing_operators:Lossy{engine.title()}")
+    lossy = replace(engines.ENGINES[engine], module="tests.support.failing_operators", cls=f"Lossy{engine.title()}")
+    monkeypatch.setitem(engines.ENGINES, f"lossy-{engine}", lossy)
     settings.group_partition_rows, settings.parquet_file_rows, settings.parquet_row_group_rows = 40, 50, 20
     raw = engine_corpus.build(tmp_path / "raw", docs=60)
     spec = PipelineSpec.model_validate(

@@ -7,6 +7,7 @@ files and object store are not the driver's. A task carries a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,9 @@ def test_tasks_shipped_to_executors_carry_no_catalog_url_or_service_token(
     engine: str, tmp_path: Path, settings: Settings, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name = f"recording-{engine}"
-    monkeypatch.setitem(engines._ENGINES, name, f"{__name__}:Recording{engine.title()}")
+    monkeypatch.setitem(
+        engines.ENGINES, name, replace(engines.ENGINES[engine], module=__name__, cls=f"Recording{engine.title()}")
+    )
     secret = settings.model_copy(
         update={
             "catalog_url": f"postgresql+psycopg://ledger:{CATALOG_PASSWORD}@db.internal/ledger",
