@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from storage.errors import Invalid, validation_problems
 
 EngineName = Literal["local", "spark", "ray"]
 
@@ -77,9 +79,16 @@ class PipelineSpec(_Strict):
 
     @classmethod
     def load(cls, path: str | Path) -> PipelineSpec:
+        """The pipeline file at ``path``; a file that does not parse, or that the model refuses, is
+        :class:`~lineage.errors.Invalid` with every problem on one line."""
         path = Path(path)
         text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
-        spec = cls.model_validate(data)
+        try:
+            data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
+            spec = cls.model_validate(data)
+        except ValidationError as exc:
+            raise Invalid(f"pipeline file {path}: {validation_problems(exc)}") from None
+        except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+            raise Invalid(f"pipeline file {path} does not parse: {' '.join(str(exc).split())}") from None
         spec.base_dir = path.resolve().parent
         return spec

@@ -14,7 +14,10 @@ builtin base where callers have always caught one (``Invalid`` is a ``ValueError
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class LineageError(Exception):
@@ -37,6 +40,10 @@ class InvalidValue(Invalid):
 
 class NotFound(LineageError, LookupError):
     code = "not_found"
+
+
+class MissingFile(NotFound, FileNotFoundError):
+    """An input file or folder a request names does not exist (still a ``FileNotFoundError``)."""
 
 
 class Conflict(LineageError):
@@ -103,6 +110,12 @@ class MissingExtra(ConfigError):
     code = "missing_extra"
 
 
+def validation_problems(exc: ValidationError) -> str:
+    """pydantic's refusal of user input as one line (``where: why; …``), for the message of the
+    :class:`Invalid` or :class:`ConfigError` that replaces it."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'top level'}: {e['msg']}" for e in exc.errors())
+
+
 __all__ = [
     "ConcurrentChange",
     "ConfigError",
@@ -114,8 +127,10 @@ __all__ = [
     "InvalidValue",
     "LineageError",
     "MissingExtra",
+    "MissingFile",
     "NotFound",
     "RunFailed",
     "TransferFailed",
     "Unauthorized",
+    "validation_problems",
 ]

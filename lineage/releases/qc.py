@@ -14,12 +14,12 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.orm import Session
 
 from lineage.catalog import DatasetVersion, Run
 from lineage.catalog.queries import dataset_version
-from lineage.errors import GateFailed
+from lineage.errors import GateFailed, Invalid, validation_problems
 from lineage.settings import Settings
 from operators import registry
 from operators.quality.report import rule_counts
@@ -39,6 +39,15 @@ class GateConfig(BaseModel):
     min_samples: int | None = None
     max_exact_duplicate_rate: float | None = None
     required_rule_sets: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> GateConfig:  # type: ignore[override]
+        """A gate config is always user input (a release config file, a publish request): one it
+        refuses is :class:`~lineage.errors.Invalid`, not a pydantic error a caller must know."""
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise Invalid(f"gate config: {validation_problems(exc)}") from None
 
 
 class GateError(GateFailed):
@@ -85,7 +94,7 @@ def rule_sets_of(operator_names: list[str]) -> list[str]:
     for name in operator_names:
         try:
             cls = registry.operator_class(name)
-        except KeyError:
+        except Invalid:  # an operator this build no longer has: it names no rule set
             continue
         rule_set = getattr(cls, "rule_set", None)
         if rule_set:

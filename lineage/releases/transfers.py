@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Literal, Protocol
 
+from lineage.errors import Invalid
 from lineage.settings import Settings
 from storage.tier import Tier
 from storage.transfer import FileSpec, TransferError, TransferReport
@@ -115,7 +116,7 @@ def _submitter(engine: CopyEngine, settings: Settings) -> _Submitter:
         return _SparkSubmitter(settings)
     if engine == "ray":
         return _RaySubmitter(settings)
-    raise ValueError(f"unknown copy engine {engine!r} (local, spark or ray)")
+    raise Invalid(f"unknown copy engine {engine!r} (local, spark or ray)")
 
 
 def batches(files: list[FileSpec], slots: int, workers: int) -> list[list[FileSpec]]:

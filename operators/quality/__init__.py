@@ -18,6 +18,7 @@ from operators.quality.gopher_repetition import GopherRepetition, GopherRepetiti
 from operators.quality.report import rule_counts
 from operators.quality.scripts import script_counts, script_distribution
 from operators.quality.zh import ChineseQuality, ZhParams
+from storage.errors import Invalid
 
 RULE_SETS: dict[str, type[QualityOperator]] = {
     cls.rule_set: cls
@@ -33,7 +34,7 @@ def quality_operator(rule_set: str = "default", params: dict[str, Any] | None = 
     try:
         cls = RULE_SETS[rule_set]
     except KeyError:
-        raise ValueError(f"unknown quality rule set {rule_set!r}; known: {sorted(RULE_SETS)}") from None
+        raise Invalid(f"unknown quality rule set {rule_set!r}; known: {sorted(RULE_SETS)}") from None
     return cls(params)
 
 

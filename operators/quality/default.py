@@ -41,6 +41,7 @@ from operators.quality.text import (
     nonblank_lines,
     whitespace_word_counts,
 )
+from storage.errors import Invalid
 
 LANGUAGES = ("auto", "space", "cjk")
 
@@ -61,7 +62,7 @@ class DefaultParams(Params):
 
     def __post_init__(self) -> None:
         if self.language not in LANGUAGES:
-            raise ValueError(f"language must be one of {LANGUAGES}, not {self.language!r}")
+            raise Invalid(f"language must be one of {LANGUAGES}, not {self.language!r}")
 
 
 class DefaultQuality(QualityOperator):
