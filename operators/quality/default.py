@@ -70,7 +70,6 @@ class DefaultQuality(QualityOperator):
 
     name = "quality"
     version = "1"
-    rule_set = "default"
     Params = DefaultParams
 
     def evaluate(self, texts: pa.Array) -> Evaluation:

@@ -54,7 +54,6 @@ class GopherRepetition(QualityOperator):
 
     name = "quality_gopher_repetition"
     version = "1"
-    rule_set = "gopher_repetition"
     Params = GopherRepetitionParams
 
     def evaluate(self, texts: pa.Array) -> Evaluation:

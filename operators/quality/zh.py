@@ -103,7 +103,6 @@ class ChineseQuality(QualityOperator):
 
     name = "quality_zh"
     version = "1"
-    rule_set = "zh"
     Params = ZhParams
 
     def evaluate(self, texts: pa.Array) -> Evaluation:
