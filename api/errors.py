@@ -21,6 +21,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import DataError, IntegrityError
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -134,8 +135,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def install(app: FastAPI) -> None:
-    from sqlalchemy.exc import DataError, IntegrityError
-
     # The tree and the database refusals; any other exception is a bug, answered by ``RequestId``.
     for cls in (LineageError, DataError, IntegrityError):
         app.add_exception_handler(cls, _answer)  # type: ignore[arg-type]

@@ -107,7 +107,7 @@ def translate(exc: BaseException) -> LineageError | None:
     only the driver's first line: SQLAlchemy's own text carries the statement and its parameters)."""
     if isinstance(exc, LineageError):
         return exc
-    from sqlalchemy.exc import DataError, IntegrityError  # only on a failure path: the SDK imports this module
+    from sqlalchemy.exc import DataError, IntegrityError  # start-up: a failure path; keeps SQLAlchemy out of the reader
 
     if isinstance(exc, DataError):
         return InvalidValue(f"the catalog database refused a value: {_first_line(exc)}")

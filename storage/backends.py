@@ -18,6 +18,7 @@ import pyarrow.fs as pafs
 
 from storage.config import TierConfig
 from storage.errors import ConfigError, Invalid
+from storage.hdfs import hdfs_filesystem
 from storage.s3_put import UnsignedPut
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,6 @@ def make_filesystem(config: TierConfig, environ: Mapping[str, str] | None = None
             allow_bucket_creation=True,
         )
     if config.kind == "hdfs":
-        from storage.hdfs import hdfs_filesystem
-
         try:
             return hdfs_filesystem(config.root, config.options)
         except Invalid as exc:

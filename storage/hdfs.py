@@ -265,7 +265,7 @@ class HdfsHandler(pafs.FileSystemHandler):
 
 def _write_options() -> Any:
     """Overwrite and create missing parents: the semantics of pyarrow's open_output_stream."""
-    from hdfs_native import WriteOptions
+    from hdfs_native import WriteOptions  # start-up: hdfs-native is optional; only HDFS tiers import it
 
     return WriteOptions(overwrite=True, create_parent=True)
 
@@ -277,7 +277,7 @@ def hdfs_filesystem(uri: str, options: Mapping[str, str] | None = None) -> pafs.
     as storage options), merged over ``$HADOOP_CONF_DIR``'s core-site/hdfs-site if present.
     """
     try:
-        from hdfs_native import Client
+        from hdfs_native import Client  # start-up: hdfs-native is optional; only HDFS tiers import it
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("HDFS tiers need the 'hdfs-native' package (pip install hdfs-native)") from exc
     location = parse_hdfs_uri(uri)

@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
+from storage.backends import make_filesystem, make_storage_options, make_uploader
 from storage.config import TierConfig, TierConfigs
 from storage.errors import ConfigError, Invalid
+from storage.hdfs import parse_hdfs_uri
 
 if TYPE_CHECKING:
     from storage.s3_put import UnsignedPut
@@ -117,8 +119,6 @@ class TierRoot:
             fs_path = f"{bucket}/{prefix}" if prefix else bucket
             return cls(uri=f"s3://{fs_path}", fs_path=fs_path)
         if kind == "hdfs":
-            from storage.hdfs import parse_hdfs_uri
-
             try:
                 loc = parse_hdfs_uri(root)
             except Invalid as exc:
@@ -220,8 +220,6 @@ class Tier:
     @cached_property
     def filesystem(self) -> pafs.FileSystem:
         """A pyarrow filesystem addressed with :meth:`path`."""
-        from storage.backends import make_filesystem
-
         return make_filesystem(self.config, self.environ)
 
     def subtree(self, *parts: str) -> pafs.SubTreeFileSystem:
@@ -235,8 +233,6 @@ class Tier:
     @cached_property
     def uploader(self) -> UnsignedPut | None:
         """Single-request uploads for verified copies to this tier, where that applies."""
-        from storage.backends import make_uploader
-
         return make_uploader(self.config, self.environ)
 
     def __getstate__(self) -> dict[str, object]:
@@ -248,8 +244,6 @@ class Tier:
     @cached_property
     def storage_options(self) -> dict[str, str]:
         """deltalake (delta-rs) storage options for :meth:`uri` addresses."""
-        from storage.backends import make_storage_options
-
         return make_storage_options(self.config, self.environ)
 
 

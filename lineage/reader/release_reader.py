@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from lineage.errors import Invalid
+from lineage.errors import Invalid, Unauthorized
 from lineage.reader.files import Location, ReleaseFiles, ordered_locations
 from lineage.reader.gather import Window, as_views, plain_schema
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
@@ -49,12 +49,12 @@ class CatalogSource:
     """Reads manifests straight from the SQL catalog."""
 
     def __init__(self, settings: Settings) -> None:
-        from lineage.catalog import Catalog
+        from lineage.catalog import Catalog  # start-up: keeps SQLAlchemy out of `import lineage.reader`
 
         self.catalog = Catalog(settings.catalog_url or "")
 
     def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
-        from lineage.catalog.queries import get_release, replicas_of
+        from lineage.catalog.queries import get_release, replicas_of  # start-up: as in __init__
 
         with self.catalog.session() as s:
             release = get_release(s, ref)
@@ -64,6 +64,7 @@ class CatalogSource:
             return release.manifest, release.content_digest, replicas
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
+        # start-up: keeps SQLAlchemy and the releases package (deltalake, DuckDB) out of `import lineage.reader`
         from lineage.catalog.queries import get_release
         from lineage.releases.usage import record_read
 
@@ -91,7 +92,7 @@ class ServiceSource:
         self.client = client
 
     def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
-        from lineage.client import Unauthorized
+        # start-up: keeps deltalake and DuckDB out of `import lineage.reader`
         from lineage.releases import content_digest
 
         try:
@@ -133,7 +134,7 @@ def manifest_source(
         finally:
             source.catalog.dispose()
         return
-    from lineage.client import Client
+    from lineage.client import Client  # start-up: keeps the SDK (SQLAlchemy, DuckDB) out of `import lineage.reader`
 
     target = url or settings.service_url or ""
     own_service = target.rstrip("/") == (settings.service_url or "").rstrip("/")
