@@ -417,7 +417,7 @@ class ReleaseReader:
             ("window_blocks", self.window_blocks),
         ):
             if state[key] != mine:
-                raise ValueError(
+                raise Invalid(
                     f"cannot resume: state has {key}={state[key]!r} but this reader has {mine!r}; resuming with a "
                     "different world size or layout is not supported (ranks own contiguous slices of the order)"
                 )
