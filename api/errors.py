@@ -1,5 +1,6 @@
-"""Every refusal is a 4xx JSON answer ``{"detail": "...", "code": "...", "request_id": "..."}``; only
-bugs are 5xx: a bug is answered ``{"code": "internal"}`` with the request id, and logged with it.
+"""Every refusal is a 4xx JSON answer ``{"detail": "...", "code": "...", "request_id": "..."}``. A 5xx is
+the server's fault, logged with the request id: its configuration (a tier, a credential: 503, code
+``config``) or its stored data (``corrupt``) keeps its message; a bug is answered ``{"code": "internal"}``.
 
 Every response carries ``X-Request-ID``: the caller's, if it sent a well-formed one, else a fresh one.
 
@@ -20,6 +21,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import DataError, IntegrityError
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -94,6 +96,8 @@ def _answer(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s (request %s)", request.method, request.url.path, rid, exc_info=exc)
         return JSONResponse({"detail": INTERNAL, "code": "internal", "request_id": rid}, status_code=500)
     rule = rule_for(error)
+    if rule.status >= 500:  # a refusal that is the server's fault (its configuration, its data): the operator's to fix
+        log.error("%s on %s %s (request %s): %s", error.code, request.method, request.url.path, rid, error)
     headers = {"WWW-Authenticate": "Bearer"} if rule.status == 401 else None
     body: dict[str, Any] = {"detail": str(error), "code": error.code, "request_id": rid}
     return JSONResponse(body, status_code=rule.status, headers=headers)
@@ -131,8 +135,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def install(app: FastAPI) -> None:
-    from sqlalchemy.exc import DataError, IntegrityError
-
     # The tree and the database refusals; any other exception is a bug, answered by ``RequestId``.
     for cls in (LineageError, DataError, IntegrityError):
         app.add_exception_handler(cls, _answer)  # type: ignore[arg-type]

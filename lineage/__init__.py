@@ -17,11 +17,12 @@ __all__ = ["Client", "open_release"]
 
 def __getattr__(name: str) -> Any:
     if name == "Client":
+        # start-up: keeps the SDK (SQLAlchemy, DuckDB, deltalake) out of `import lineage`
         from lineage.client import Client
 
         return Client
     if name == "open_release":
-        from lineage.reader import open_release
+        from lineage.reader import open_release  # start-up: keeps the reader (pyarrow) out of `import lineage`
 
         return open_release
     raise AttributeError(f"module 'lineage' has no attribute {name!r}")

@@ -126,7 +126,7 @@ def _guard(action: Any) -> Any:
     try:
         return action()
     except Exception as exc:
-        error = translate(exc, builtins=True)
+        error = translate(exc)
         if error is None and not isinstance(exc, ReplicaError | TransferError | RunError | FileNotFoundError):
             raise
         _fail(str(exc if error is None else error))

@@ -65,7 +65,7 @@ class Client:
         self._settings = settings
         self._http = None
         if self.url is not None:
-            import httpx
+            import httpx  # start-up: keeps httpx out of an in-process client (and of the CLI's local commands)
 
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             self._http = httpx.Client(base_url=f"{self.url}/api/v1", headers=headers, timeout=timeout)
@@ -75,7 +75,7 @@ class Client:
     @property
     def service(self) -> Service:
         if self._service is None:
-            from lineage.service.core import Service
+            from lineage.service.core import Service  # start-up: an HTTP-only client never loads the service
 
             self._service = Service(self._settings)
         return self._service

@@ -20,6 +20,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lineage.errors import Invalid
 from lineage.settings import Settings, TierConfig
 from operators.convert.readers import open_decompressed
 from operators.minhash.lsh import band_layout
@@ -70,7 +71,7 @@ def _format(path: Path) -> str:
         return "jsonl"
     if name.endswith((".parquet", ".pq")) and not path.name.lower().endswith(".gz"):
         return "parquet"
-    raise ValueError(f"{path}: lineage dedupe reads JSONL (plain or .gz) and Parquet files")
+    raise Invalid(f"{path}: lineage dedupe reads JSONL (plain or .gz) and Parquet files")
 
 
 def _targets(inputs: list[Path], output: Path) -> tuple[list[Path], Path]:
@@ -80,7 +81,7 @@ def _targets(inputs: list[Path], output: Path) -> tuple[list[Path], Path]:
     output.mkdir(parents=True, exist_ok=True)
     names = [p.name for p in inputs]
     if len(set(names)) != len(names):
-        raise ValueError("inputs with the same file name cannot share one output folder")
+        raise Invalid("inputs with the same file name cannot share one output folder")
     return [output / n for n in names], output / "duplicates.parquet"
 
 

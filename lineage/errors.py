@@ -8,8 +8,7 @@ reads the same on each: ``str(exc)`` is the whole message.
 
 :func:`translate` also classifies the database's refusals (a value it cannot store, a unique key a
 concurrent write took first). Anything else is a bug: a 500 over HTTP with a request id and a log line,
-a traceback in the CLI. Only the CLI, until the pipeline and operator raise sites raise tree classes,
-still takes a builtin ``KeyError``/``ValueError`` for a refusal (``builtins=True``).
+a traceback in the CLI: a builtin ``KeyError`` or ``ValueError`` is never taken for a refusal.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from storage.errors import (
     RunFailed,
     TransferFailed,
     Unauthorized,
+    validation_problems,
 )
 
 
@@ -102,13 +102,12 @@ def error_class(code: str | None, status: int) -> type[LineageError]:
     return rule.cls
 
 
-def translate(exc: BaseException, *, builtins: bool = False) -> LineageError | None:
+def translate(exc: BaseException) -> LineageError | None:
     """``exc`` as a tree error; None for a bug. Foreign errors keep their message (database errors give
     only the driver's first line: SQLAlchemy's own text carries the statement and its parameters)."""
     if isinstance(exc, LineageError):
         return exc
-    from pydantic import ValidationError  # only on a failure path: the SDK imports this module
-    from sqlalchemy.exc import DataError, IntegrityError
+    from sqlalchemy.exc import DataError, IntegrityError  # start-up: a failure path; keeps SQLAlchemy out of the reader
 
     if isinstance(exc, DataError):
         return InvalidValue(f"the catalog database refused a value: {_first_line(exc)}")
@@ -116,13 +115,6 @@ def translate(exc: BaseException, *, builtins: bool = False) -> LineageError | N
         if not _unique_violation(exc):  # a missing foreign key, a NULL: a bug
             return None
         return ConcurrentChange(f"conflicts with a concurrent change to the catalog: {_first_line(exc)}")
-    if not builtins:
-        return None
-    # The CLI's fallbacks until the pipeline and operator raise sites raise tree classes (issue #16, still to do).
-    if isinstance(exc, KeyError):
-        return NotFound(str(exc.args[0]) if exc.args else str(exc))
-    if isinstance(exc, ValidationError | ValueError):
-        return Invalid(str(exc))
     return None
 
 
@@ -164,4 +156,5 @@ __all__ = [
     "error_class",
     "rule_for",
     "translate",
+    "validation_problems",
 ]

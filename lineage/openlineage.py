@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, Dataset, DatasetVersion, LineageEdge, LineageEvent, LineageNode, Run
 from lineage.catalog.models import as_utc, utcnow
+from lineage.errors import NotFound
 from lineage.settings import Settings
 from storage.names import NO_NUL_PATTERN
 
@@ -276,7 +277,7 @@ def emit_run(catalog: Catalog, settings: Settings, run_id: str) -> int:
     with catalog.session() as s:
         run = s.get(Run, run_id)
         if run is None:
-            raise KeyError(f"run {run_id} does not exist")
+            raise NotFound(f"run {run_id} does not exist")
         dv = s.scalars(select(DatasetVersion).where(DatasetVersion.run_id == run_id)).first()
         events = run_events(run, dv, settings)
         for event in events:

@@ -29,6 +29,7 @@ from sqlalchemy import func, select
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Run
 from lineage.catalog.models import utcnow
 from lineage.catalog.queries import dataset_version, get_release
+from lineage.errors import Invalid
 from lineage.openlineage import emit_after_commit
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
@@ -66,7 +67,7 @@ class Runner:
         sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)
         published = self._resolve_published(plan.cluster) if plan.cluster else []
         if published and engine_name != "local":
-            raise ValueError("deduplicating against published releases (against=) runs on the local engine only")
+            raise Invalid("deduplicating against published releases (against=) runs on the local engine only")
 
         with self.catalog.session() as s:
             s.add(
@@ -133,7 +134,7 @@ class Runner:
             for ref in getattr(op.params, "against", ()):
                 dv = get_release(s, ref).dataset_version
                 if dv.signatures_path is None or dv.signatures_delta_version is None:
-                    raise ValueError(f"release {ref} has no stored signatures (its pipeline ran no minhash_dedupe)")
+                    raise Invalid(f"release {ref} has no stored signatures (its pipeline ran no minhash_dedupe)")
                 found.append(
                     PublishedRelease(
                         ref,

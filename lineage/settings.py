@@ -16,11 +16,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from pipelines.config import EngineConfig, ExecutionConfig
 from storage.config import TierClass, TierConfig, TierKind
+from storage.errors import ConfigError, validation_problems
 
 __all__ = [
     "EngineConfig",
@@ -120,7 +121,7 @@ class Settings(BaseSettings):
             if tier.name == name:
                 return tier
         known = ", ".join(t.name for t in self.tiers)
-        raise KeyError(f"unknown tier {name!r} (configured tiers: {known})")
+        raise ConfigError(f"unknown tier {name!r} (configured tiers: {known})")
 
     @classmethod
     def settings_customise_sources(
@@ -153,12 +154,17 @@ class _TomlSource(PydanticBaseSettingsSource):
         if path is None:
             return {}
         if not path.exists():
-            raise FileNotFoundError(f"LINEAGE_CONFIG points at {path}, which does not exist")
+            raise ConfigError(f"LINEAGE_CONFIG points at {path}, which does not exist")
         with path.open("rb") as fh:
             return tomllib.load(fh)
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """Process-wide settings; tests call ``get_settings.cache_clear()`` after changing the env."""
-    return Settings()
+    """Process-wide settings; tests call ``get_settings.cache_clear()`` after changing the env. Settings
+    the model refuses (a malformed ``LINEAGE_TIERS``, a bad key in the TOML file) are a
+    :class:`~lineage.errors.ConfigError`."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise ConfigError(f"lineage settings: {validation_problems(exc)}") from None

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
+from storage.errors import Invalid
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Params:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"{cls.__qualname__}: unknown parameter(s) {unknown}; known: {sorted(known)}")
+            raise Invalid(f"{cls.__qualname__}: unknown parameter(s) {unknown}; known: {sorted(known)}")
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

@@ -43,7 +43,7 @@ DUPLICATE_DETAIL = pa.struct(
 
 RULE_RESULT = pa.struct(
     [
-        pa.field("rule_set", pa.string()),
+        pa.field("rule_set", pa.string()),  # the quality operator's name (before issue #16: its rule-set name)
         pa.field("rule", pa.string()),
         pa.field("value", pa.float64()),
         pa.field("threshold", pa.float64()),

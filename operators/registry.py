@@ -6,6 +6,7 @@ import importlib
 from typing import Any
 
 from operators.base import Operator
+from storage.errors import Invalid
 
 _REGISTRY: dict[str, str] = {
     "convert": "operators.convert:ConvertOperator",
@@ -34,7 +35,7 @@ def operator_class(name: str) -> type[Operator]:
     if target is None:
         family = _family_classes()
         if name not in family:
-            raise KeyError(f"unknown operator {name!r}; known: {names()}")
+            raise Invalid(f"unknown operator {name!r}; known: {names()}")
         return family[name]
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)

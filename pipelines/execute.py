@@ -35,6 +35,7 @@ from pipelines.integrity import RunError, check_output_rows, duplicate_ids
 from pipelines.spec import InputSpec, PipelineSpec
 from storage.config import TierConfigs
 from storage.delta import DataFile, commit_snapshot, describe_file
+from storage.errors import Invalid, MissingFile
 from storage.layout import DatasetTables, check_name, run_prefix
 from storage.tier import Tier, get_tier, local_tier
 
@@ -73,7 +74,7 @@ def plan(spec: PipelineSpec, run_id: str, tiers: TierConfigs) -> Plan:
     operators = [registry.build(op.name, op.params) for op in spec.operators]
     clusters = [op for op in operators if isinstance(op, ClusterOperator)]
     if len(clusters) > 1:
-        raise ValueError("a pipeline can have at most one near-duplicate (cluster) step")
+        raise Invalid("a pipeline can have at most one near-duplicate (cluster) step")
     return Plan(run_id, spec.output.dataset, tier, tables, operators, clusters[0] if clusters else None)
 
 
@@ -102,7 +103,7 @@ def resolve_source(inp: InputSpec, base_dir: Path | None, tiers: TierConfigs) ->
         return SourceSpec(inp.dataset, local_tier(target.parent), target.name, inp.format, name=path.name)
     root, pattern = _glob_root(str(path))
     if not Path(root).is_dir():
-        raise FileNotFoundError(f"input {inp.dataset!r}: no such file or folder: {path}")
+        raise MissingFile(f"input {inp.dataset!r}: no such file or folder: {path}")
     return SourceSpec(inp.dataset, local_tier(root), pattern, inp.format)
 
 

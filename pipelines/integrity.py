@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from pipelines.config import ExecutionConfig
+from storage.errors import RunFailed
 from storage.tier import Tier
 
 EXAMPLES = 5  # duplicated ids an error names
@@ -39,8 +40,8 @@ INGESTED_SCHEMA = pa.schema(
 )
 
 
-class RunError(RuntimeError):
-    """A run failed; nothing it wrote became visible."""
+class RunError(RunFailed):
+    """A run failed; nothing it wrote became visible (the tree's ``RunFailed``, under its old name)."""
 
 
 def duplicate_ids(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[int, list[str]]:

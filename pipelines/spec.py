@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipelines.engines.base import engine_entry
+from storage.errors import Invalid, validation_problems
 
 
 def _known_engine(name: str) -> str:
@@ -87,9 +88,16 @@ class PipelineSpec(_Strict):
 
     @classmethod
     def load(cls, path: str | Path) -> PipelineSpec:
+        """The pipeline file at ``path``; a file that does not parse, or that the model refuses, is
+        :class:`~lineage.errors.Invalid` with every problem on one line."""
         path = Path(path)
         text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
-        spec = cls.model_validate(data)
+        try:
+            data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
+            spec = cls.model_validate(data)
+        except ValidationError as exc:
+            raise Invalid(f"pipeline file {path}: {validation_problems(exc)}") from None
+        except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+            raise Invalid(f"pipeline file {path} does not parse: {' '.join(str(exc).split())}") from None
         spec.base_dir = path.resolve().parent
         return spec

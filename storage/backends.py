@@ -17,6 +17,8 @@ from collections.abc import Mapping
 import pyarrow.fs as pafs
 
 from storage.config import TierConfig
+from storage.errors import ConfigError, Invalid
+from storage.hdfs import hdfs_filesystem
 from storage.s3_put import UnsignedPut
 
 log = logging.getLogger(__name__)
@@ -36,7 +38,7 @@ def _credential(config: TierConfig, key: str, environ: Mapping[str, str] | None 
         return None
     value = (os.environ if environ is None else environ).get(var)
     if value is None:
-        raise KeyError(f"tier {config.name!r}: environment variable {var} ({key}) is not set")
+        raise ConfigError(f"tier {config.name!r}: environment variable {var} ({key}) is not set")
     return value
 
 
@@ -52,7 +54,7 @@ def _s3_endpoint(config: TierConfig) -> tuple[str, str]:
         return "https", ""
     scheme, sep, host = endpoint.partition("://")
     if not sep or scheme not in ("http", "https") or not host or "/" in host:
-        raise ValueError(f"tier {config.name!r}: endpoint must be http(s)://host[:port], got {endpoint!r}")
+        raise ConfigError(f"tier {config.name!r}: endpoint must be http(s)://host[:port], got {endpoint!r}")
     return scheme, host
 
 
@@ -76,10 +78,11 @@ def make_filesystem(config: TierConfig, environ: Mapping[str, str] | None = None
             allow_bucket_creation=True,
         )
     if config.kind == "hdfs":
-        from storage.hdfs import hdfs_filesystem
-
-        return hdfs_filesystem(config.root, config.options)
-    raise ValueError(f"unknown tier kind {config.kind!r}")
+        try:
+            return hdfs_filesystem(config.root, config.options)
+        except Invalid as exc:
+            raise ConfigError(f"tier {config.name!r}: {exc}") from None
+    raise ConfigError(f"unknown tier kind {config.kind!r}")
 
 
 def make_uploader(config: TierConfig, environ: Mapping[str, str] | None = None) -> UnsignedPut | None:
@@ -119,4 +122,4 @@ def make_storage_options(config: TierConfig, environ: Mapping[str, str] | None =
             if value:
                 opts[option] = value
         return opts
-    raise ValueError(f"unknown tier kind {config.kind!r}")
+    raise ConfigError(f"unknown tier kind {config.kind!r}")

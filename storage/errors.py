@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class LineageError(Exception):
@@ -38,6 +41,10 @@ class InvalidValue(Invalid):
 
 class NotFound(LineageError, LookupError):
     code = "not_found"
+
+
+class MissingFile(NotFound, FileNotFoundError):
+    """An input file or folder a request names does not exist (still a ``FileNotFoundError``)."""
 
 
 class Conflict(LineageError):
@@ -115,6 +122,12 @@ class MissingExtra(ConfigError):
             raise cls(f"{what} needs {exc.name or package}: pip install 'lineage-ledger[{extra}]'") from None
 
 
+def validation_problems(exc: ValidationError) -> str:
+    """pydantic's refusal of user input as one line (``where: why; …``), for the message of the
+    :class:`Invalid` or :class:`ConfigError` that replaces it."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'top level'}: {e['msg']}" for e in exc.errors())
+
+
 __all__ = [
     "ConcurrentChange",
     "ConfigError",
@@ -126,8 +139,10 @@ __all__ = [
     "InvalidValue",
     "LineageError",
     "MissingExtra",
+    "MissingFile",
     "NotFound",
     "RunFailed",
     "TransferFailed",
     "Unauthorized",
+    "validation_problems",
 ]

@@ -21,6 +21,8 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from storage.errors import Invalid
+
 log = logging.getLogger(__name__)
 
 SCHEMES = ("hdfs", "viewfs")
@@ -71,20 +73,20 @@ def parse_hdfs_uri(uri: str) -> HdfsLocation:
     parts = urllib.parse.urlsplit(uri)
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
-        raise ValueError(f"not an HDFS URI (want hdfs:// or viewfs://): {uri!r}")
+        raise Invalid(f"not an HDFS URI (want hdfs:// or viewfs://): {uri!r}")
     if parts.query or parts.fragment or "?" in uri or "#" in uri:
-        raise ValueError(f"HDFS URI {uri!r} must not carry a query or fragment")
+        raise Invalid(f"HDFS URI {uri!r} must not carry a query or fragment")
     if "@" in parts.netloc:
-        raise ValueError(f"HDFS URI {uri!r} must not carry user info (set HADOOP_USER_NAME instead)")
+        raise Invalid(f"HDFS URI {uri!r} must not carry user info (set HADOOP_USER_NAME instead)")
     authority = parts.netloc
     if authority:
         try:
             port = parts.port
         except ValueError as exc:
-            raise ValueError(f"HDFS URI {uri!r} has a bad port: {exc}") from None
+            raise Invalid(f"HDFS URI {uri!r} has a bad port: {exc}") from None
         host = parts.hostname or ""
         if not host:
-            raise ValueError(f"HDFS URI {uri!r} has a port but no host")
+            raise Invalid(f"HDFS URI {uri!r} has a port but no host")
         if ":" in host:  # IPv6 literal: keep the brackets, or the port becomes ambiguous
             host = f"[{host}]"
         authority = f"{host}:{port}" if port is not None else host
@@ -93,9 +95,9 @@ def parse_hdfs_uri(uri: str) -> HdfsLocation:
 
 def _normalise(path: str, original: str) -> str:
     if not path.startswith("/"):
-        raise ValueError(f"HDFS paths must be absolute, got {original!r}")
+        raise Invalid(f"HDFS paths must be absolute, got {original!r}")
     if any(seg == ".." for seg in path.split("/")):
-        raise ValueError(f"HDFS path {original!r} contains '..'")
+        raise Invalid(f"HDFS path {original!r} contains '..'")
     norm = posixpath.normpath(path)
     return "/" if norm in ("/", "//") else norm
 
@@ -132,7 +134,7 @@ class HdfsHandler(pafs.FileSystemHandler):
         if "://" in path:
             loc = parse_hdfs_uri(path)
             if (loc.scheme, loc.authority) != (self._location.scheme, self._location.authority):
-                raise ValueError(f"{path!r} is on another filesystem than {self._location.with_path('/')!r}")
+                raise Invalid(f"{path!r} is on another filesystem than {self._location.with_path('/')!r}")
             return loc.path
         return _normalise(path, path)
 
@@ -263,7 +265,7 @@ class HdfsHandler(pafs.FileSystemHandler):
 
 def _write_options() -> Any:
     """Overwrite and create missing parents: the semantics of pyarrow's open_output_stream."""
-    from hdfs_native import WriteOptions
+    from hdfs_native import WriteOptions  # start-up: hdfs-native is optional; only HDFS tiers import it
 
     return WriteOptions(overwrite=True, create_parent=True)
 
@@ -275,7 +277,7 @@ def hdfs_filesystem(uri: str, options: Mapping[str, str] | None = None) -> pafs.
     as storage options), merged over ``$HADOOP_CONF_DIR``'s core-site/hdfs-site if present.
     """
     try:
-        from hdfs_native import Client
+        from hdfs_native import Client  # start-up: hdfs-native is optional; only HDFS tiers import it
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("HDFS tiers need the 'hdfs-native' package (pip install hdfs-native)") from exc
     location = parse_hdfs_uri(uri)

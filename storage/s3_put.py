@@ -73,7 +73,7 @@ class UnsignedPut:
     timeout: float = 300.0
 
     def __post_init__(self) -> None:
-        import httpx  # here, not at import: every tier copy imports this module
+        import httpx  # start-up: keeps httpx out of every import of storage.tier (and of tier copies to non-S3 tiers)
 
         self._host = self.endpoint.split("://", 1)[1]
         self._client: httpx.Client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=10.0))
@@ -83,7 +83,7 @@ class UnsignedPut:
 
         A dropped connection or a 5xx answer is retried once with a fresh ``chunks()``.
         """
-        import httpx
+        import httpx  # start-up: as in __post_init__ (here for its exception classes)
 
         path = "/" + urllib.parse.quote(fs_path, safe="/-_.~")
         for attempt in (1, 2):

@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
+from storage.backends import make_filesystem, make_storage_options, make_uploader
 from storage.config import TierConfig, TierConfigs
+from storage.errors import ConfigError, Invalid
+from storage.hdfs import parse_hdfs_uri
 
 if TYPE_CHECKING:
     from storage.s3_put import UnsignedPut
@@ -35,7 +38,7 @@ _URI_FORBIDDEN = re.compile(r"[%?#]")
 _URI_PATH_SAFE = "/!$&'()*+,;=:@"
 
 
-class TierPathError(ValueError):
+class TierPathError(Invalid):
     """A path that would leave the tier's root, or that is not a plain relative POSIX path."""
 
 
@@ -104,30 +107,31 @@ class TierRoot:
         if kind == "posix":
             local = root.removeprefix("file://")
             if "://" in local:
-                raise ValueError(f"posix tier root must be a local path or file:// URI, got {root!r}")
+                raise ConfigError(f"posix tier root must be a local path or file:// URI, got {root!r}")
             path = str(Path(local).expanduser().resolve())
             return cls(uri=path, fs_path=path)
         if kind == "s3":
             scheme, rest = _split_scheme(root, ("s3", "s3a"))
             bucket, _, prefix = rest.partition("/")
             if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
-                raise ValueError(f"s3 tier root {root!r}: {bucket!r} is not a valid bucket name")
+                raise ConfigError(f"s3 tier root {root!r}: {bucket!r} is not a valid bucket name")
             prefix = _clean_root_path(prefix, root)
             fs_path = f"{bucket}/{prefix}" if prefix else bucket
             return cls(uri=f"s3://{fs_path}", fs_path=fs_path)
         if kind == "hdfs":
-            from storage.hdfs import parse_hdfs_uri
-
-            loc = parse_hdfs_uri(root)
+            try:
+                loc = parse_hdfs_uri(root)
+            except Invalid as exc:
+                raise ConfigError(f"hdfs tier root {root!r}: {exc}") from None
             path = "/" + _clean_root_path(loc.path.lstrip("/"), root)
             return cls(uri=loc.with_path(path), fs_path=path)
-        raise ValueError(f"unknown tier kind {kind!r}")
+        raise ConfigError(f"unknown tier kind {kind!r}")
 
 
 def _split_scheme(root: str, schemes: tuple[str, ...]) -> tuple[str, str]:
     scheme, sep, rest = root.partition("://")
     if not sep or scheme.lower() not in schemes:
-        raise ValueError(f"tier root {root!r} must start with {' or '.join(s + '://' for s in schemes)}")
+        raise ConfigError(f"tier root {root!r} must start with {' or '.join(s + '://' for s in schemes)}")
     return scheme.lower(), rest
 
 
@@ -135,7 +139,7 @@ def _clean_root_path(path: str, root: str) -> str:
     try:
         return confine_for_uri(path.strip("/"))
     except TierPathError as exc:
-        raise ValueError(f"tier root {root!r} is not a clean path: {exc}") from None
+        raise ConfigError(f"tier root {root!r} is not a clean path: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -216,8 +220,6 @@ class Tier:
     @cached_property
     def filesystem(self) -> pafs.FileSystem:
         """A pyarrow filesystem addressed with :meth:`path`."""
-        from storage.backends import make_filesystem
-
         return make_filesystem(self.config, self.environ)
 
     def subtree(self, *parts: str) -> pafs.SubTreeFileSystem:
@@ -231,8 +233,6 @@ class Tier:
     @cached_property
     def uploader(self) -> UnsignedPut | None:
         """Single-request uploads for verified copies to this tier, where that applies."""
-        from storage.backends import make_uploader
-
         return make_uploader(self.config, self.environ)
 
     def __getstate__(self) -> dict[str, object]:
@@ -244,8 +244,6 @@ class Tier:
     @cached_property
     def storage_options(self) -> dict[str, str]:
         """deltalake (delta-rs) storage options for :meth:`uri` addresses."""
-        from storage.backends import make_storage_options
-
         return make_storage_options(self.config, self.environ)
 
 

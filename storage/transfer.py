@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 import pyarrow.fs as pafs
 
 from storage.checksum import CHUNK_BYTES, file_digest
+from storage.errors import TransferFailed
 from storage.s3_put import SINGLE_PUT_MAX
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
 
 
-class TransferError(IOError):
+class TransferError(TransferFailed):
     """A destination file did not verify, even after a retry."""
 
 

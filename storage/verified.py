@@ -50,6 +50,7 @@ import pyarrow.fs as pafs
 import xxhash
 
 from storage.checksum import file_digest
+from storage.errors import Corrupt
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ log = logging.getLogger(__name__)
 SETTLE_NS = 1_000_000_000  # a file changed this recently before it was hashed is hashed again next time
 
 
-class ChecksumMismatch(IOError):
+class ChecksumMismatch(Corrupt):
     """Bytes do not match what the catalog recorded: a file vs the manifest, or a manifest vs the
     release's content digest."""
 

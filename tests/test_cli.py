@@ -12,8 +12,8 @@ from operators.schema import sample_id
 from tests.conftest import write_jsonl
 
 
-def lineage(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LINEAGE_HOME": str(home)}
+def lineage(home: Path, *args: str, check: bool = True, **env_vars: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LINEAGE_HOME": str(home), **env_vars}
     result = subprocess.run([sys.executable, "-m", "lineage", *args], env=env, capture_output=True, text=True)
     if check and result.returncode != 0:
         raise AssertionError(f"lineage {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
@@ -62,3 +62,65 @@ def test_errors_are_one_clear_line(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "d.jsonl", [{"text": "x"}])
     missing = lineage(home, "ingest", str(tmp_path / "nothing-here"), "--dataset", "d", check=False)
     assert missing.returncode == 1 and "no such file or folder" in missing.stderr
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The refusal a command printed: exit 1 and exactly one line on stderr, no traceback."""
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_a_pipeline_file_the_spec_refuses_is_one_line(tmp_path: Path) -> None:
+    """Every problem pydantic finds in a pipeline file, on one line with where it is (not pydantic's
+    multi-line report); a file that does not parse (YAML as well as TOML) is refused the same way."""
+    home = tmp_path / "home"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "p"\n[[inputs]]\ndataset = "raw"\n[output]\ndataset = "out"\nowner = 3\nsurprise = 1\n')
+    line = one_line_error(lineage(home, "run", str(bad), check=False))
+    assert f"pipeline file {bad}: " in line
+    assert "output.owner: Input should be a valid string" in line and "output.surprise: Extra inputs" in line
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: p\ninputs: [\n")
+    assert f"pipeline file {broken} does not parse" in one_line_error(lineage(home, "run", str(broken), check=False))
+    write_jsonl(tmp_path / "d.jsonl", [{"text": "x"}])
+    ingest = lineage(home, "ingest", str(tmp_path / "d.jsonl"), "--dataset", "d", "--format", "jsnol", check=False)
+    assert "input 'd': unknown format 'jsnol'" in one_line_error(ingest)
+
+
+def test_a_tier_misconfiguration_is_one_line(tmp_path: Path) -> None:
+    """A tier whose credential variable is unset, and settings whose tiers are malformed: a refusal that
+    names the fix, on one line."""
+    home = tmp_path / "home"
+    write_jsonl(tmp_path / "d.jsonl", [{"text": "some text"}])
+    s3 = {"name": "ceph", "kind": "s3", "root": "s3://bucket/x", "credentials_env": {"access_key": "LL_UNSET_AK"}}
+    env = {"LINEAGE_TIERS": json.dumps([s3]), "LL_UNSET_AK": ""}
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        f"name: p\ninputs:\n  - dataset: raw\n    path: {tmp_path / 'd.jsonl'}\noutput:\n  dataset: out\n  tier: ceph\n"
+    )
+    env.pop("LL_UNSET_AK")
+    line = one_line_error(lineage(home, "run", str(pipeline), check=False, **env))
+    assert "tier 'ceph': environment variable LL_UNSET_AK (access_key) is not set" in line
+    malformed = one_line_error(
+        lineage(
+            home, "release", "publish", "x@y", check=False, LINEAGE_TIERS=json.dumps([{"name": "ceph", "kind": "s3"}])
+        )
+    )
+    assert "lineage settings: tiers.0.root: Field required" in malformed
+
+
+def test_a_bug_in_a_command_is_a_traceback_not_a_refusal() -> None:
+    """Only the errors tree (and the database's refusals) is a one-line refusal: a KeyError from a
+    coding mistake propagates, so the CLI prints its traceback."""
+    import pytest
+    import typer
+
+    from lineage.cli import _guard
+    from lineage.errors import NotFound
+
+    with pytest.raises(KeyError, match="a bug"):
+        _guard(lambda: {}["a bug"])
+    with pytest.raises(typer.Exit):
+        _guard(lambda: (_ for _ in ()).throw(NotFound("gone")))

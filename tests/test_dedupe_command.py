@@ -71,3 +71,8 @@ def test_command_takes_script_layout_and_verify_and_prints_the_settings_it_used(
     ]:
         result = lineage(home, "dedupe", str(src), "-o", out, *bad, check=False)
         assert result.returncode == 1 and message in result.stdout + result.stderr, (bad, result)
+    unreadable = tmp_path / "notes.csv"
+    unreadable.write_text("text\nhello\n")
+    result = lineage(home, "dedupe", str(unreadable), "-o", out, check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"{unreadable}: lineage dedupe reads JSONL (plain or .gz) and Parquet files" in result.stderr

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from lineage.catalog import Catalog
+from lineage.errors import Invalid
 from lineage.releases import get_release, publish
-from lineage.releases.qc import GateConfig, GateError, report_html
+from lineage.releases.qc import GateConfig, GateError, evaluate_gate, report_html
 from lineage.runs import Runner
 from lineage.settings import Settings
 from pipelines.spec import PipelineSpec
@@ -44,17 +45,17 @@ def test_report_counts_rules_lengths_scripts_and_sources(version: None, settings
     release, _ = publish(catalog, settings, "qc@v1")
     qc = release.manifest["qc"]
     assert qc["samples"] == 12
-    assert {"operator": "quality", "rule": "default:min_words", "dropped": 1, "modified": 0, "failed": 1} in qc["rules"]
+    assert {"operator": "quality", "rule": "quality:min_words", "dropped": 1, "modified": 0, "failed": 1} in qc["rules"]
     by_source = {s["source"]: s for s in qc["sources"]}
     assert by_source["en"]["kept"] == 8 and by_source["en"]["dropped"] == 2  # one exact duplicate, one short
     assert by_source["zh"] == {"source": "zh", "kept": 4, "dropped": 0, "drop_rate": 0.0}
     assert sum(b["count"] for b in qc["length_histogram"]) == 12
     assert qc["scripts"]["han"] > 0.1 and qc["scripts"]["latin"] > 0.5
-    assert qc["exact_duplicate_rate"] == 0.0 and qc["rule_sets"] == ["default"]
+    assert qc["exact_duplicate_rate"] == 0.0 and qc["rule_sets"] == ["quality"]
     html = report_html("qc@v1", qc, None)
     assert (
         html.count("<svg") == 3
-        and "default:min_words" in html
+        and "quality:min_words" in html
         and "http" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     )
 
@@ -66,12 +67,12 @@ def test_gate_refuses_with_each_failed_condition_and_its_value(
         max_drop_rate_per_source=0.1,
         min_samples=100,
         max_exact_duplicate_rate=0.0,
-        required_rule_sets=["default", "c4"],
+        required_rule_sets=["quality", "quality_c4"],
     )
     with pytest.raises(GateError) as err:
         publish(catalog, settings, "qc@gated", gate=gate)
     failed = {f["condition"]: f for f in err.value.failures}
-    assert set(failed) == {"min_samples", "max_drop_rate_per_source[en]", "required_rule_set[c4]"}
+    assert set(failed) == {"min_samples", "max_drop_rate_per_source[en]", "required_rule_set[quality_c4]"}
     assert failed["min_samples"]["measured"] == 12
     assert failed["max_drop_rate_per_source[en]"]["measured"] == 0.2
     assert "min_samples: measured 12 (limit 100)" in str(err.value)
@@ -88,5 +89,32 @@ def test_gate_refuses_with_each_failed_condition_and_its_value(
 
 
 def test_passing_gate_records_results(version: None, settings: Settings, catalog: Catalog) -> None:
-    release, _ = publish(catalog, settings, "qc@ok", gate=GateConfig(min_samples=10, required_rule_sets=["default"]))
+    release, _ = publish(catalog, settings, "qc@ok", gate=GateConfig(min_samples=10, required_rule_sets=["quality"]))
     assert all(r["passed"] for r in release.gate["results"]) and release.gate["override"] is None
+
+
+def test_a_gate_naming_old_rule_sets_still_works_with_a_warning() -> None:
+    """Gate configs written before each quality operator had one name (``default``, ``c4``) keep
+    working: the names map to the operators' (what the report lists), with a DeprecationWarning."""
+    with pytest.warns(DeprecationWarning, match="is now named after its operator") as warned:
+        gate = GateConfig.model_validate({"required_rule_sets": ["default", "c4", "quality_zh"]})
+    assert [str(w.message).split(" is now")[0] for w in warned] == [
+        "the quality rule set 'default'",
+        "the quality rule set 'c4'",
+    ]
+    assert gate.required_rule_sets == ["quality", "quality_c4", "quality_zh"]
+    report = {"samples": 1, "sources": [], "exact_duplicate_rate": 0.0, "rule_sets": ["quality", "quality_c4"]}
+    assert [(r["condition"], r["passed"]) for r in evaluate_gate(report, gate)] == [
+        ("required_rule_set[quality]", True),
+        ("required_rule_set[quality_c4]", True),
+        ("required_rule_set[quality_zh]", False),
+    ]
+
+
+def test_a_gate_config_it_refuses_is_one_invalid_line() -> None:
+    with pytest.raises(Invalid) as refused:
+        GateConfig.model_validate({"min_samplez": 3, "min_samples": "many"})
+    assert str(refused.value) == (
+        "gate config: min_samples: Input should be a valid integer, unable to parse string as an integer; "
+        "min_samplez: Extra inputs are not permitted"
+    )

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lineage.errors import ConfigError
 from lineage.settings import Settings
 from storage.tier import Tier, get_tier
 from storage.verified import ChecksumMismatch, VerifiedMarkers
@@ -57,7 +58,7 @@ def ordered_locations(
     def rank(loc: Location) -> tuple[bool, bool, int]:
         try:
             tier_class = settings.tier_config(loc.tier).tier_class
-        except KeyError:
+        except ConfigError:
             tier_class = "cold"
         return (not loc.readable, loc.tier != prefer_tier, _CLASS_ORDER[tier_class])
 
@@ -79,7 +80,7 @@ class ReleaseFiles:
         first = self.locations[0]
         try:
             return self.settings.tier_config(first.tier).kind != "posix"
-        except KeyError:
+        except ConfigError:
             return False
 
     def locate(self, index: int) -> tuple[Tier, str, pq.FileMetaData]:
@@ -104,7 +105,7 @@ class ReleaseFiles:
                     if self.verify:
                         self._markers.check(tier, path, entry, handle)
                     footer = pq.ParquetFile(handle).metadata
-            except (OSError, KeyError) as exc:
+            except (OSError, ConfigError) as exc:  # a tier this host lacks, or cannot reach: try the next
                 mismatch = mismatch or isinstance(exc, ChecksumMismatch)
                 log.warning("release file %s unavailable on %s: %s", entry["path"], loc.tier, exc)
                 errors.append(f"{loc.tier}: {exc}")

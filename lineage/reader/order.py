@@ -21,6 +21,8 @@ from typing import Literal
 
 import numpy as np
 
+from lineage.errors import Invalid
+
 Remainder = Literal["drop", "pad"]
 
 
@@ -49,7 +51,7 @@ class WindowSlice:
 class EpochOrder:
     def __init__(self, blocks: list[Block], *, seed: int, epoch: int, shuffle: bool, window_blocks: int) -> None:
         if window_blocks < 1:
-            raise ValueError("window_blocks must be at least 1")
+            raise Invalid("window_blocks must be at least 1")
         self.seed, self.epoch, self.shuffle = seed, epoch, shuffle
         order = (
             np.random.Generator(np.random.PCG64([seed, epoch, 0])).permutation(len(blocks))
@@ -102,9 +104,9 @@ class Shard:
 
     def __post_init__(self) -> None:
         if self.world_size < 1 or not 0 <= self.rank < self.world_size:
-            raise ValueError(f"rank {self.rank} is not in [0, world_size={self.world_size})")
+            raise Invalid(f"rank {self.rank} is not in [0, world_size={self.world_size})")
         if self.remainder not in ("drop", "pad"):
-            raise ValueError("remainder must be 'drop' or 'pad'")
+            raise Invalid("remainder must be 'drop' or 'pad'")
 
     @property
     def samples(self) -> int:

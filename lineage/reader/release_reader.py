@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
+from lineage.errors import Invalid, Unauthorized
 from lineage.reader.files import Location, ReleaseFiles, ordered_locations
 from lineage.reader.gather import Window, as_views, plain_schema
 from lineage.reader.order import Block, EpochOrder, Remainder, Shard
@@ -48,12 +49,12 @@ class CatalogSource:
     """Reads manifests straight from the SQL catalog."""
 
     def __init__(self, settings: Settings) -> None:
-        from lineage.catalog import Catalog
+        from lineage.catalog import Catalog  # start-up: keeps SQLAlchemy out of `import lineage.reader`
 
         self.catalog = Catalog(settings.catalog_url or "")
 
     def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
-        from lineage.catalog.queries import get_release, replicas_of
+        from lineage.catalog.queries import get_release, replicas_of  # start-up: as in __init__
 
         with self.catalog.session() as s:
             release = get_release(s, ref)
@@ -63,6 +64,7 @@ class CatalogSource:
             return release.manifest, release.content_digest, replicas
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
+        # start-up: keeps SQLAlchemy and the releases package (deltalake, DuckDB) out of `import lineage.reader`
         from lineage.catalog.queries import get_release
         from lineage.releases.usage import record_read
 
@@ -90,7 +92,7 @@ class ServiceSource:
         self.client = client
 
     def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
-        from lineage.client import Unauthorized
+        # start-up: keeps deltalake and DuckDB out of `import lineage.reader`
         from lineage.releases import content_digest
 
         try:
@@ -132,7 +134,7 @@ def manifest_source(
         finally:
             source.catalog.dispose()
         return
-    from lineage.client import Client
+    from lineage.client import Client  # start-up: keeps the SDK (SQLAlchemy, DuckDB) out of `import lineage.reader`
 
     target = url or settings.service_url or ""
     own_service = target.rstrip("/") == (settings.service_url or "").rstrip("/")
@@ -179,11 +181,11 @@ class ReleaseReader:
         settings: Settings | None = None,
     ) -> None:
         if batch_size < 1:
-            raise ValueError("batch_size must be positive")
+            raise Invalid("batch_size must be positive")
         if decode_threads is not None and decode_threads < 1:
-            raise ValueError("decode_threads must be positive (or None: one per core this rank gets)")
+            raise Invalid("decode_threads must be positive (or None: one per core this rank gets)")
         if sum(x is not None for x in (source, client, url)) > 1:
-            raise ValueError("give at most one of source=, client= and url=")
+            raise Invalid("give at most one of source=, client= and url=")
         self.ref, self.seed, self.epoch, self.batch_size = ref, seed, epoch, batch_size
         self.columns, self.as_dicts, self.shuffle, self.window_blocks = columns, as_dicts, shuffle, window_blocks
         self.string_views = string_views
@@ -195,7 +197,7 @@ class ReleaseReader:
             self.manifest = manifest
             known = [f["name"] for f in manifest["schema"]["fields"]]
             if unknown := sorted(set(columns or ()) - set(known)):
-                raise ValueError(f"release {ref} has no column {', '.join(unknown)}; it has {', '.join(known)}")
+                raise Invalid(f"release {ref} has no column {', '.join(unknown)}; it has {', '.join(known)}")
             self.files = ReleaseFiles(
                 manifest, ordered_locations(manifest, replicas, prefer_tier, self.settings), self.settings, verify
             )
@@ -404,9 +406,9 @@ class ReleaseReader:
         epoch's order, so a saved position does not map onto another world's slices.
         """
         if state.get("version") != STATE_VERSION:
-            raise ValueError(f"unsupported reader state version {state.get('version')!r}")
+            raise Invalid(f"unsupported reader state version {state.get('version')!r}")
         if state["release"] != self.ref or state["content_digest"] != self.digest:
-            raise ValueError(f"state is for {state['release']} ({state['content_digest'][:12]}), not this release")
+            raise Invalid(f"state is for {state['release']} ({state['content_digest'][:12]}), not this release")
         for key, mine in (
             ("world_size", self.shard.world_size),
             ("rank", self.shard.rank),
@@ -415,12 +417,12 @@ class ReleaseReader:
             ("window_blocks", self.window_blocks),
         ):
             if state[key] != mine:
-                raise ValueError(
+                raise Invalid(
                     f"cannot resume: state has {key}={state[key]!r} but this reader has {mine!r}; resuming with a "
                     "different world size or layout is not supported (ranks own contiguous slices of the order)"
                 )
         if not 0 <= state["samples_consumed"] <= self.shard.samples:
-            raise ValueError(f"samples_consumed={state['samples_consumed']} is outside this rank's share")
+            raise Invalid(f"samples_consumed={state['samples_consumed']} is outside this rank's share")
         self.seed, self.epoch, self.consumed = state["seed"], state["epoch"], state["samples_consumed"]
 
 

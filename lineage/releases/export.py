@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from lineage.catalog import Catalog
 from lineage.catalog.queries import get_release
+from lineage.errors import Invalid
 from lineage.settings import Settings
 from storage.delta import version_dataset
 from storage.tier import get_tier
@@ -26,7 +27,7 @@ def export_release(
     """Write ``<out_dir>/<name>-<tag>.{jsonl,parquet}``; return (path, rows). ``meta`` is inlined
     as a JSON object in JSONL, kept as a JSON string column in Parquet."""
     if fmt not in ("jsonl", "parquet"):
-        raise ValueError(f"unknown export format {fmt!r}: use jsonl or parquet")
+        raise Invalid(f"unknown export format {fmt!r}: use jsonl or parquet")
     with catalog.session() as s:
         release = get_release(s, ref)
         dv = release.dataset_version

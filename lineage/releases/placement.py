@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from lineage.catalog import Catalog, Release, ReleasePin
 from lineage.catalog.models import utcnow
 from lineage.catalog.queries import get_release
+from lineage.errors import Invalid
 from lineage.releases.replicas import verified_locations
 from lineage.releases.usage import last_used
 from lineage.settings import Settings
@@ -35,7 +36,7 @@ def pin_release(catalog: Catalog, ref: str, until: datetime, pinned_by: str = "l
     """Keep ``ref`` hot until ``until`` (training jobs pin what they use)."""
     until = _aware(until)
     if until <= utcnow():
-        raise ValueError(f"pin expiry {until.isoformat()} is in the past")
+        raise Invalid(f"pin expiry {until.isoformat()} is in the past")
     with catalog.session() as s:
         release = get_release(s, ref)
         s.add(ReleasePin(release_id=release.id, until=until, pinned_by=pinned_by, reason=reason))

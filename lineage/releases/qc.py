@@ -14,14 +14,16 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy.orm import Session
 
 from lineage.catalog import DatasetVersion, Run
 from lineage.catalog.queries import dataset_version
-from lineage.errors import GateFailed
+from lineage.errors import GateFailed, Invalid, validation_problems
 from lineage.settings import Settings
 from operators import registry
+from operators.quality.base import QualityOperator
+from operators.quality.names import operator_name
 from operators.quality.report import rule_counts
 from operators.quality.scripts import script_counts
 from storage.delta import version_dataset
@@ -38,7 +40,22 @@ class GateConfig(BaseModel):
     max_drop_rate_per_source: float | None = None
     min_samples: int | None = None
     max_exact_duplicate_rate: float | None = None
+    # quality operators the release's pipeline chain must have applied, by name ("quality", "quality_c4")
     required_rule_sets: list[str] = Field(default_factory=list)
+
+    @field_validator("required_rule_sets")
+    @classmethod
+    def _one_name(cls, names: list[str]) -> list[str]:
+        return [operator_name(name) for name in names]  # an old rule-set name: warned, and mapped
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> GateConfig:  # type: ignore[override]
+        """A gate config is always user input (a release config file, a publish request): one it
+        refuses is :class:`~lineage.errors.Invalid`, not a pydantic error a caller must know."""
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise Invalid(f"gate config: {validation_problems(exc)}") from None
 
 
 class GateError(GateFailed):
@@ -81,15 +98,16 @@ def _chain_operators(session: Session, run: Run | None, seen: set[str] | None = 
 
 
 def rule_sets_of(operator_names: list[str]) -> list[str]:
+    """The quality operators among ``operator_names``, by their one name: the report's ``rule_sets``,
+    which a gate's ``required_rule_sets`` checks."""
     found = []
     for name in operator_names:
         try:
             cls = registry.operator_class(name)
-        except KeyError:
+        except Invalid:  # an operator this build no longer has
             continue
-        rule_set = getattr(cls, "rule_set", None)
-        if rule_set:
-            found.append(rule_set)
+        if issubclass(cls, QualityOperator):
+            found.append(cls.name)
     return found
 
 

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from lineage.catalog import Catalog, Release, Replica, ReplicaFile
 from lineage.catalog.models import utcnow
 from lineage.catalog.queries import get_release, replicas_of
+from lineage.errors import ConfigError, Conflict, Invalid, LineageError, NotFound
 from lineage.releases.publishing import LIVE_STATES
 from lineage.releases.transfers import CopyEngine, copy_on_engine
 from lineage.settings import Settings
@@ -40,8 +41,16 @@ from storage.verified import VerifiedMarkers
 log = logging.getLogger(__name__)
 
 
-class ReplicaError(RuntimeError):
-    """A replica request that cannot be done (unknown tier, no good source, verification failed)."""
+class ReplicaError(LineageError, RuntimeError):
+    """A replica request that cannot be done: the base of the refusals below, which callers catch."""
+
+
+class ReplicaConflict(ReplicaError, Conflict):
+    """The request contradicts what the tier holds (no verified source, a foreign Delta log)."""
+
+
+class ReplicaNotFound(ReplicaError, NotFound):
+    """The release has no replica on the tier named."""
 
 
 @dataclass
@@ -90,7 +99,7 @@ def _write_log(settings: Settings, tier_name: str, table_path: str, release: Rel
         existing = DeltaTable(uri, version=0, storage_options=tier.storage_options)
         found = {p.removeprefix(uri + "/") for p in existing.file_uris()}
         if found != expected:
-            raise ReplicaError(f"{tier_name}:{table_path} already has a Delta log with other files")
+            raise ReplicaConflict(f"{tier_name}:{table_path} already has a Delta log with other files")
         return 0
     files = [describe_file(tier, table_path, f["path"]) for f in release.manifest["files"]]
     meta = {"lineage.release": release.ref, "lineage.content_digest": release.content_digest}
@@ -115,6 +124,10 @@ def copy_release(
     what to copy and records each verified file, the Delta log and the final state.
     """
     check_engine(engine)  # an unknown engine or a missing extra fails before any catalog row
+    try:
+        settings.tier_config(to_tier)
+    except ConfigError as exc:  # the caller named this tier (``--to``): a bad argument, not a server fault
+        raise Invalid(str(exc)) from None
     dst = get_tier(to_tier, settings)
     with catalog.session() as s:
         release = get_release(s, ref)
@@ -124,7 +137,7 @@ def copy_release(
             return ReplicaOutcome(ref, to_tier, existing.table_path, "verified", skipped=len(existing.files))
         sources = [r for r in replicas if r.state == "verified" and r.tier != to_tier]
         if not sources:
-            raise ReplicaError(f"{ref} has no verified replica to copy from")
+            raise ReplicaConflict(f"{ref} has no verified replica to copy from")
         source = sorted(sources, key=lambda r: not r.primary)[0]
         if existing is None:
             existing = Replica(release_id=release.id, tier=to_tier, table_path=replica_table_path(release))
@@ -241,7 +254,7 @@ def verify_release(catalog: Catalog, settings: Settings, ref: str, tier_name: st
         release = get_release(s, ref)
         replica = next((r for r in replicas_of(s, release) if r.tier == tier_name), None)
         if replica is None or replica.state in ("removed", "removing"):
-            raise ReplicaError(f"{ref} has no replica on tier {tier_name!r}")
+            raise ReplicaNotFound(f"{ref} has no replica on tier {tier_name!r}")
         replica_id, table_path, specs = replica.id, replica.table_path, _specs(release)
     tier = get_tier(tier_name, settings)
     problems = verify_files(tier, table_path, specs)

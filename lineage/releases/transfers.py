@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol
 
+from lineage.errors import Invalid
 from lineage.settings import Settings
 from pipelines.engines import check_engine, engine_module
-from storage.errors import Invalid
 from storage.tier import Tier
 from storage.transfer import FileSpec, TransferError, TransferReport
 from storage.transfer_task import BatchResult, CopyTask, TierAccess, run_copy_task

@@ -21,6 +21,7 @@ from operators.schema import (
 from operators.text import content_hashes
 from storage import links
 from storage.config import TierConfig
+from storage.errors import Invalid
 from storage.tier import Tier
 
 
@@ -36,9 +37,9 @@ class ConvertParams(Params):
 
     def __post_init__(self) -> None:
         if self.text_mode not in ("file", "line"):
-            raise ValueError(f"text_mode must be 'file' or 'line', not {self.text_mode!r}")
+            raise Invalid(f"text_mode must be 'file' or 'line', not {self.text_mode!r}")
         if self.max_record_bytes <= 0 or self.batch_rows <= 0:
-            raise ValueError("max_record_bytes and batch_rows must be positive")
+            raise Invalid("max_record_bytes and batch_rows must be positive")
 
 
 # sample columns that fill ``detail.source``, in SOURCE_DETAIL's field order

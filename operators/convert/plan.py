@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from storage import links
+from storage.errors import Invalid, MissingFile
 from storage.tier import Tier, TierPathError, confine
 
 CHUNK_SCHEMA = pa.schema(
@@ -102,10 +103,10 @@ def list_files(spec: SourceSpec) -> tuple[str, list[tuple[str, str | None]]]:
         if info.type == pafs.FileType.File:
             return posixpath.dirname(pattern), [(pattern, None)]
         if info.type != pafs.FileType.Directory:
-            raise FileNotFoundError(f"no such file or folder on tier {spec.tier.name!r}: {pattern}")
+            raise MissingFile(f"no such file or folder on tier {spec.tier.name!r}: {pattern}")
         root, names = pattern, links.list_files(spec.tier, pattern, _visible)
     if spec.name is not None:
-        raise ValueError(f"input {spec.dataset!r}: a file name is given, but {pattern!r} is not one file")
+        raise Invalid(f"input {spec.dataset!r}: a file name is given, but {pattern!r} is not one file")
     return root, [_checked(name) for name in names]
 
 
@@ -128,16 +129,18 @@ def _matches(pattern: str) -> Callable[[str], bool]:
 
 def plan_chunks(spec: SourceSpec, version: int) -> pa.Table:
     """One chunk row per input file, in a deterministic (sorted) order."""
+    if spec.format != "auto" and spec.format not in _FORMATS.values():
+        raise Invalid(f"input {spec.dataset!r}: unknown format {spec.format!r}; use auto, jsonl, parquet, csv or text")
     root, files = list_files(spec)
     if not files:
-        raise FileNotFoundError(f"{spec.pattern!r} on tier {spec.tier.name!r} matched no files")
+        raise MissingFile(f"{spec.pattern!r} on tier {spec.tier.name!r} matched no files")
     tier_json = json.dumps(spec.tier.config.model_dump(by_alias=True), sort_keys=True)
     rows = []
     for path, refused in files:
         relative = spec.name or (posixpath.relpath(path, root) if root else path)
         fmt = detect_format(relative) if spec.format == "auto" else spec.format
         if fmt is None and refused is None:
-            raise ValueError(f"cannot tell the format of {relative!r}; set format= (jsonl, parquet, csv, text)")
+            raise Invalid(f"cannot tell the format of {relative!r}; set format= (jsonl, parquet, csv, text)")
         rows.append(
             {
                 "tier": tier_json,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from operators.base import Params
+from storage.errors import Invalid
 
 Script = Literal["auto", "latin", "cjk"]
 Verify = Literal["none", "estimate", "exact"]
@@ -58,25 +59,25 @@ class MinHashParams(Params):
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
+            raise Invalid(f"threshold must be in (0, 1], got {self.threshold}")
         if not 1 <= self.num_perm <= 1024:
-            raise ValueError(f"num_perm must be in [1, 1024], got {self.num_perm}")
+            raise Invalid(f"num_perm must be in [1, 1024], got {self.num_perm}")
         if self.ngram < 1:
-            raise ValueError(f"ngram must be >= 1, got {self.ngram}")
+            raise Invalid(f"ngram must be >= 1, got {self.ngram}")
         if not 0 <= self.seed < 2**32:
-            raise ValueError(f"seed must be in [0, 2^32), got {self.seed}")
+            raise Invalid(f"seed must be in [0, 2^32), got {self.seed}")
         if (self.bands is None) != (self.rows is None):
-            raise ValueError("set both bands and rows, or neither")
+            raise Invalid("set both bands and rows, or neither")
         if self.bands is not None and not (1 <= self.bands * self.rows <= self.num_perm and self.rows >= 1):
-            raise ValueError(f"bands x rows ({self.bands}x{self.rows}) must be positive and fit num_perm")
+            raise Invalid(f"bands x rows ({self.bands}x{self.rows}) must be positive and fit num_perm")
         if self.false_positive_weight < 0 or self.false_negative_weight < 0:
-            raise ValueError("LSH weights must be non-negative")
+            raise Invalid("LSH weights must be non-negative")
         if not 0.0 <= self.cjk_ratio <= 1.0:
-            raise ValueError(f"cjk_ratio must be in [0, 1], got {self.cjk_ratio}")
+            raise Invalid(f"cjk_ratio must be in [0, 1], got {self.cjk_ratio}")
         for name, value, allowed in (
             ("script", self.script, _SCRIPTS),
             ("verify", self.verify, _VERIFY),
             ("survivor", self.survivor, _SURVIVORS),
         ):
             if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+                raise Invalid(f"{name} must be one of {allowed}, got {value!r}")

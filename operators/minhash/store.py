@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from operators.minhash.lsh import band_hashes, band_layout
 from operators.minhash.params import MinHashParams
 from operators.minhash.signature import signatures
+from storage.errors import Invalid
 
 # Bump when shingling, normalisation, shingle hashing or the permutation scheme changes.
 SIGNATURE_FORMAT_VERSION = 1
@@ -113,7 +114,7 @@ def load_signatures(table: pa.Table, params: MinHashParams) -> tuple[np.ndarray,
     expected = sketch_id(params)
     if not _all_equal(table.column("sketch"), expected):
         found = pc.unique(table.column("sketch")).to_pylist()
-        raise ValueError(f"signatures were made with {found}, this run needs {expected!r}")
+        raise Invalid(f"signatures were made with {found}, this run needs {expected!r}")
     sigs = _signature_matrix(table.column("signature"), params.num_perm)
     b, r = band_layout(params)
     if table.num_rows and _all_equal(table.column("band_layout"), _layout_id(b, r)):

@@ -1,12 +1,14 @@
 """Quality operators: heuristic rule sets over Arrow batches, one lineage record per sample.
 
 Each rule set is a :class:`~operators.quality.base.QualityOperator` (a ``MapOperator``) in its own
-module; ``RULE_SETS`` maps the rule-set name to its class, ``OPERATORS`` the operator name, and
-:func:`quality_operator` builds one from a pipeline's dict of parameters.
+module, known by one name, its operator name (``quality``, ``quality_c4``, ...; see
+:mod:`operators.quality.names`): ``OPERATORS`` maps it to the class, and :func:`quality_operator`
+builds one from a pipeline's dict of parameters.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from operators.quality.base import QualityOperator
@@ -15,31 +17,38 @@ from operators.quality.default import DefaultParams, DefaultQuality
 from operators.quality.fineweb import FineWebParams, FineWebQuality
 from operators.quality.gopher_quality import GopherQuality, GopherQualityParams
 from operators.quality.gopher_repetition import GopherRepetition, GopherRepetitionParams
+from operators.quality.names import LEGACY_NAMES, operator_name
 from operators.quality.report import rule_counts
 from operators.quality.scripts import script_counts, script_distribution
 from operators.quality.zh import ChineseQuality, ZhParams
+from storage.errors import Invalid
 
-RULE_SETS: dict[str, type[QualityOperator]] = {
-    cls.rule_set: cls
+# Each class by its one name ("quality", "quality_c4", ...), for the operator registry.
+OPERATORS: dict[str, type[QualityOperator]] = {
+    cls.name: cls
     for cls in (DefaultQuality, GopherQuality, GopherRepetition, C4Quality, FineWebQuality, ChineseQuality)
 }
 
-# The same classes keyed by operator name ("quality", "quality_c4", ...), for a runner's registry.
-OPERATORS: dict[str, type[QualityOperator]] = {cls.name: cls for cls in RULE_SETS.values()}
 
-
-def quality_operator(rule_set: str = "default", params: dict[str, Any] | None = None) -> QualityOperator:
-    """Build a rule set's operator from plain parameters (unknown names are refused)."""
+def quality_operator(name: str = "quality", params: dict[str, Any] | None = None) -> QualityOperator:
+    """Build a quality operator by name from plain parameters (unknown names are refused; an old
+    rule-set name such as ``"c4"`` still works, with a ``DeprecationWarning``)."""
     try:
-        cls = RULE_SETS[rule_set]
+        cls = OPERATORS[operator_name(name)]
     except KeyError:
-        raise ValueError(f"unknown quality rule set {rule_set!r}; known: {sorted(RULE_SETS)}") from None
+        raise Invalid(f"unknown quality operator {name!r}; known: {sorted(OPERATORS)}") from None
     return cls(params)
+
+
+def __getattr__(attr: str) -> Any:
+    if attr == "RULE_SETS":  # the classes by their old rule-set names, before each had one name
+        warnings.warn("RULE_SETS is deprecated: use OPERATORS (keyed by operator name)", DeprecationWarning, 2)
+        return {old: OPERATORS[new] for old, new in LEGACY_NAMES.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
 __all__ = [
     "OPERATORS",
-    "RULE_SETS",
     "C4Params",
     "C4Quality",
     "ChineseQuality",

@@ -3,15 +3,14 @@
 A rule set only measures (``evaluate``: text column in, :class:`Evaluation` out). This base turns
 the measurements into the operator contract: the samples that continue (kept, or modified with a
 new ``content_hash``) and exactly one lineage record per input sample, whose ``reason`` is the
-first failing rule (``"<rule_set>:<rule>"``) and whose ``detail.rules`` holds every evaluated
-rule's value, threshold and verdict.
+first failing rule (``"<name>:<rule>"``, the operator's one name: :mod:`operators.quality.names`)
+and whose ``detail.rules`` holds every evaluated rule's value, threshold and verdict.
 """
 
 from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -34,9 +33,7 @@ log = logging.getLogger(__name__)
 
 
 class QualityOperator(MapOperator):
-    """Base of the quality rule sets: subclasses set ``rule_set`` and implement ``evaluate``."""
-
-    rule_set: ClassVar[str]
+    """Base of the quality rule sets: subclasses set ``name`` (their one name) and implement ``evaluate``."""
 
     @abstractmethod
     def evaluate(self, texts: pa.Array) -> Evaluation:
@@ -77,9 +74,9 @@ class QualityOperator(MapOperator):
     def _reasons(
         self, evaluation: Evaluation, passed: np.ndarray, dropped: np.ndarray, modified: np.ndarray
     ) -> pa.Array:
-        """The first failing rule of a dropped sample; ``<rule_set>:lines_removed`` when modified."""
-        names = [f"{self.rule_set}:{r.name}" for r in evaluation.rules] + [
-            f"{self.rule_set}:lines_removed",
+        """The first failing rule of a dropped sample; ``<name>:lines_removed`` when modified."""
+        names = [f"{self.name}:{r.name}" for r in evaluation.rules] + [
+            f"{self.name}:lines_removed",
             None,
         ]
         first_failing = np.argmax(~passed, axis=1) if passed.shape[1] else np.zeros(len(dropped), np.int64)
@@ -97,7 +94,7 @@ class QualityOperator(MapOperator):
         per_rule = pa.array(np.tile(np.arange(k), n))  # sample-major: rule j of sample i at i * k + j
         results = pa.StructArray.from_arrays(
             [
-                pa.repeat(pa.scalar(self.rule_set), n * k),
+                pa.repeat(pa.scalar(self.name), n * k),  # RULE_RESULT.rule_set: the operator's name
                 pa.array([r.name for r in evaluation.rules], pa.string()).take(per_rule),
                 pa.array(values, pa.float64(), from_pandas=True),  # NaN -> null: not applicable
                 pa.array([r.threshold for r in evaluation.rules], pa.float64()).take(per_rule),

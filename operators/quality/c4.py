@@ -120,7 +120,6 @@ class C4Quality(QualityOperator):
 
     name = "quality_c4"
     version = "1"
-    rule_set = "c4"
     Params = C4Params
 
     def evaluate(self, texts: pa.Array) -> Evaluation:

@@ -41,6 +41,7 @@ from operators.quality.text import (
     nonblank_lines,
     whitespace_word_counts,
 )
+from storage.errors import Invalid
 
 LANGUAGES = ("auto", "space", "cjk")
 
@@ -61,7 +62,7 @@ class DefaultParams(Params):
 
     def __post_init__(self) -> None:
         if self.language not in LANGUAGES:
-            raise ValueError(f"language must be one of {LANGUAGES}, not {self.language!r}")
+            raise Invalid(f"language must be one of {LANGUAGES}, not {self.language!r}")
 
 
 class DefaultQuality(QualityOperator):
@@ -69,7 +70,6 @@ class DefaultQuality(QualityOperator):
 
     name = "quality"
     version = "1"
-    rule_set = "default"
     Params = DefaultParams
 
     def evaluate(self, texts: pa.Array) -> Evaluation:

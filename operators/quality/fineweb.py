@@ -58,7 +58,6 @@ class FineWebQuality(QualityOperator):
 
     name = "quality_fineweb"
     version = "1"
-    rule_set = "fineweb"
     Params = FineWebParams
 
     def evaluate(self, texts: pa.Array) -> Evaluation:

@@ -76,7 +76,6 @@ class GopherQuality(QualityOperator):
 
     name = "quality_gopher"
     version = "1"
-    rule_set = "gopher_quality"
     Params = GopherQualityParams
 
     def evaluate(self, texts: pa.Array) -> Evaluation:

@@ -27,6 +27,7 @@ from operators.quality.ngrams import NgramStats
 from operators.quality.rules import Evaluation, RuleOutcome, enabled, rule, safe_ratio
 from operators.quality.text import as_array, char_counts, duplicate_stats, split_regex
 from operators.quality.tokenize import tokenize
+from storage.errors import Invalid
 
 NgramThresholds = tuple[tuple[int, float], ...]
 
@@ -44,7 +45,7 @@ class GopherRepetitionParams(Params):
         for name in ("top_n_grams", "dup_n_grams"):
             pairs = tuple((int(n), float(t)) for n, t in getattr(self, name))
             if any(n < 1 for n, _ in pairs):
-                raise ValueError(f"{name}: n-gram sizes must be >= 1")
+                raise Invalid(f"{name}: n-gram sizes must be >= 1")
             object.__setattr__(self, name, pairs)
 
 
@@ -53,7 +54,6 @@ class GopherRepetition(QualityOperator):
 
     name = "quality_gopher_repetition"
     version = "1"
-    rule_set = "gopher_repetition"
     Params = GopherRepetitionParams
 
     def evaluate(self, texts: pa.Array) -> Evaluation:

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from operators.lineage_records import Verdict
+from operators.quality.names import current_rule
 
 RULE_COUNTS_SCHEMA = pa.schema(
     [
@@ -24,7 +25,8 @@ def rule_counts(lineage: pa.Table | pa.RecordBatch) -> pa.Table:
     ``dropped``/``modified`` count records with that verdict whose ``reason`` is the rule (a drop
     names the first failing rule, so drops add up to the samples removed); ``failed`` counts
     samples on which the rule failed at all, from ``detail.rules`` (several per sample possible).
-    Rows are sorted by operator and rule; a pure function of its input.
+    Rows are sorted by operator and rule; a pure function of its input. Rules recorded under an old
+    rule-set name (``default:min_words``, before issue #16) count under today's (``quality:min_words``).
     """
     table = lineage if isinstance(lineage, pa.Table) else pa.Table.from_batches([lineage])
     verdicts = _verdict_counts(table)
@@ -46,7 +48,7 @@ def _verdict_counts(table: pa.Table) -> pa.Table:
     small = pa.table(
         {
             "operator": flagged["operator"],
-            "rule": flagged["reason"],
+            "rule": _current(flagged["reason"]),
             "dropped": pc.cast(pc.equal(flagged["verdict"], Verdict.DROPPED.value), pa.int64()),
             "modified": pc.cast(pc.equal(flagged["verdict"], Verdict.MODIFIED.value), pa.int64()),
         }
@@ -66,12 +68,19 @@ def _failure_counts(table: pa.Table) -> pa.Table:
     small = pa.table(
         {
             "operator": operators,
-            "rule": pc.binary_join_element_wise(flat.field("rule_set"), flat.field("rule"), ":"),
+            "rule": _current(pc.binary_join_element_wise(flat.field("rule_set"), flat.field("rule"), ":")),
             "failed": pc.cast(pc.invert(flat.field("passed")), pa.int64()),
         }
     )
     grouped = small.group_by(["operator", "rule"]).aggregate([("failed", "sum")])
     return grouped.select(["operator", "rule", "failed_sum"]).rename_columns(["operator", "rule", "failed"])
+
+
+def _current(rules: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Each ``<name>:<rule>`` under today's operator name (mapped once per distinct value)."""
+    encoded = (rules.combine_chunks() if isinstance(rules, pa.ChunkedArray) else rules).dictionary_encode()
+    names = [None if r is None else current_rule(r) for r in encoded.dictionary.to_pylist()]
+    return pa.array(names, pa.string()).take(encoded.indices)
 
 
 def _empty(value_columns: list[str]) -> pa.Table:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from storage.errors import Invalid
+
 _COMPARISONS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
     "<": operator.lt,
     "<=": operator.le,
@@ -34,7 +36,7 @@ class RuleOutcome:
 
     def __post_init__(self) -> None:
         if self.comparison not in _COMPARISONS:
-            raise ValueError(f"rule {self.name}: unknown comparison {self.comparison!r}")
+            raise Invalid(f"rule {self.name}: unknown comparison {self.comparison!r}")
 
     def passed(self) -> np.ndarray:
         values = np.asarray(self.values, dtype=np.float64)

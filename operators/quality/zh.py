@@ -42,6 +42,7 @@ from operators.quality.text import (
     nonblank_lines,
 )
 from operators.quality.tokenize import code_points
+from storage.errors import Invalid
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class ZhParams(Params):
 
     def __post_init__(self) -> None:
         if self.char_ngram < 1:
-            raise ValueError("char_ngram must be >= 1")
+            raise Invalid("char_ngram must be >= 1")
 
 
 @numba.njit(cache=True, nogil=True)
@@ -102,7 +103,6 @@ class ChineseQuality(QualityOperator):
 
     name = "quality_zh"
     version = "1"
-    rule_set = "zh"
     Params = ZhParams
 
     def evaluate(self, texts: pa.Array) -> Evaluation:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 SRC, DST, UNSTABLE = "src", "dst", "unstable"
 MAX_ROUNDS = 100
@@ -114,8 +115,6 @@ def partition_of(ids: pa.Array | pa.ChunkedArray, partitions: int) -> np.ndarray
         with np.errstate(over="ignore"):
             x = (x ^ (x >> np.uint64(31))) * np.uint64(0x9E3779B97F4A7C15)
         return ((x >> np.uint64(33)) % np.uint64(partitions)).astype(np.int64)
-    import xxhash
-
     return np.fromiter(
         (xxhash.xxh64_intdigest(str(v).encode()) % partitions for v in ids.to_pylist()), np.int64, len(ids)
     )

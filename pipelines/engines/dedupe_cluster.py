@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from operators.base import ClusterOperator
 from operators.lineage_records import LINEAGE_SCHEMA
@@ -58,8 +59,6 @@ def node_keys(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
             for i in range(16):
                 value = (value << np.uint64(4)) | digits[:, i].astype(np.uint64)
             return pa.array(value.view(np.int64))
-    import xxhash
-
     return pa.array([xxhash.xxh64_intdigest(str(v).encode()) for v in ids.to_pylist()], pa.uint64()).cast(
         pa.int64(), safe=False
     )

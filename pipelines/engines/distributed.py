@@ -52,6 +52,7 @@ from pipelines.faults import checkpoint
 from pipelines.integrity import check_unique_ids
 from pipelines.stages import ROW_KEY_FIELD, STAGED_SCHEMA, Step, segments, staged
 from storage.delta import version_files
+from storage.errors import Invalid
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
@@ -218,7 +219,7 @@ class DistributedEngine(Engine):
         op = step.operator
         assert isinstance(op, ClusterOperator)
         if job.published:
-            raise ValueError(f"{op.name} against published releases runs on the local engine only")
+            raise Invalid(f"{op.name} against published releases runs on the local engine only")
         sketches = TableTarget(tier, f"{staging}/sketches-{number}", "parts")
         sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.config, step, sketches)))
         files = sketch_files.paths(sketches)

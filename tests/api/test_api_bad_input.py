@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,7 +12,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.conftest import ServerThread, World
+from lineage.client import Client
+from lineage.errors import ConfigError
+from lineage.runs import Runner
+from lineage.service.core import Service
+from lineage.settings import Settings, TierConfig
+from operators.schema import sample_id
+from tests.api.conftest import ServerThread, World, build_corpus, spec
 from tests.support.fixtures_postgres import free_port
 
 BAD_REQUESTS = [
@@ -167,3 +174,65 @@ def test_a_bug_is_a_500_with_a_request_id_and_a_log_line(
     assert logged and logged[0].exc_info is not None and "a bug in get_dataset" in str(logged[0].exc_info[1])
     with pytest.raises(bug, match="a bug in get_dataset"):
         Client(service=buggy).dataset("clean")
+
+
+UNSET = "LINEAGE_TEST_UNSET_ACCESS_KEY"
+MISCONFIGURED = {  # how the server's settings get the tier the catalog pins ("hot") wrong
+    "a credential variable is not set": (
+        [TierConfig(name="hot", kind="s3", root="s3://bucket/data", credentials_env={"access_key": UNSET})],
+        f"tier 'hot': environment variable {UNSET} (access_key) is not set",
+    ),
+    "the tier root is malformed": (
+        [TierConfig(name="hot", kind="s3", root="s3://No_Such!Bucket/data")],
+        "is not a valid bucket name",
+    ),
+    "the tier is not configured": ([], "unknown tier 'hot'"),
+}
+
+
+@pytest.fixture(scope="module")
+def hot_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, str]:
+    """A catalog whose release clean@v1 lives on the posix tier "hot"; the sample id of a kept sample."""
+    tmp = tmp_path_factory.mktemp("hot-world")
+    settings = Settings(
+        home=tmp / "home",
+        single_user=True,
+        default_tier="hot",
+        tiers=[TierConfig(name="hot", kind="posix", root=str(tmp / "hot"))],
+    )
+    service = Service(settings)
+    Runner(settings, service.catalog).run(spec(build_corpus(tmp / "raw")))
+    service.create_release({"name": "clean", "tag": "v1"})
+    service.close()
+    return settings, sample_id("raw", "id:libc6")
+
+
+@pytest.mark.parametrize("case", MISCONFIGURED)
+def test_a_server_tier_misconfiguration_is_a_503_config_error_not_a_500(
+    hot_world: tuple[Settings, str], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """A tier the server reads with a missing credential, a malformed root or no configuration at all is
+    the server's configuration, not a bug (500) and not the client's fault (404/400): a 503 with code
+    ``config`` whose message names the fix, logged for the operator; the in-process SDK raises the same
+    class with the same text."""
+    from api.app import create_app
+
+    monkeypatch.delenv(UNSET, raising=False)
+    built, kept = hot_world
+    tiers, message = MISCONFIGURED[case]
+    settings = built.model_copy(update={"tiers": [*tiers, built.tier_config("local")]})
+    service = Service(settings)
+    try:
+        with ServerThread(create_app(settings, service)) as srv, httpx.Client(base_url=f"{srv.url}/api/v1") as http:
+            answers = [http.get(f"/samples/{kept}/lineage"), http.get(f"/samples/{kept}/why-not?release=clean@v1")]
+        for answer in answers:
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["code"] == "config" and message in answer.json()["detail"]
+            rid = answer.json()["request_id"]
+            assert any(
+                r.name == "api.errors" and rid in r.getMessage() and message in r.getMessage() for r in caplog.records
+            )
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            Client(service=service).sample_lineage(kept)
+    finally:
+        service.close()

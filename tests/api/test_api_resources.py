@@ -161,7 +161,7 @@ def test_why_not_in_release(client: Client, world: World) -> None:
     assert dup.duplicate.kept_id == world.kept and dup.kept_in_release is True
     assert world.kept in dup.explanation
     short = client.why_not(world.short, "clean@v1")
-    assert short.cause == "dropped" and short.reason == "default:min_words" and "min_words" in short.explanation
+    assert short.cause == "dropped" and short.reason == "quality:min_words" and "min_words" in short.explanation
     assert client.why_not(world.kept, "clean@v1").in_release
     added = client.why_not(world.added, "clean@v1")
     assert added.cause == "not_an_input" and [v.ref for v in added.found_in] == ["clean:v2"]

@@ -42,7 +42,7 @@ def test_line_removals_are_modifications_with_removed_lines():
     out, recs = run(C4Quality(), [original])
     rec = recs[0]
     assert rec["verdict"] == "modified"
-    assert rec["reason"] == "c4:lines_removed"
+    assert rec["reason"] == "quality_c4:lines_removed"
     mod = rec["detail"]["modification"]
     assert mod["removed"] == [noisy[0], noisy[2], noisy[4], noisy[6], noisy[8]]
     assert mod["removed_count"] == 5
@@ -75,7 +75,7 @@ def test_min_sentences_at_threshold():
     four = "\n".join(GOOD[:4])
     five_on_two_lines = "One sentence here. Two sentences here! Three now?\nFour is here. And five ends it."
     _, recs = run(C4Quality(), [four, "\n".join(GOOD), five_on_two_lines])
-    assert [r["reason"] for r in recs] == ["c4:min_num_sentences", None, None]
+    assert [r["reason"] for r in recs] == ["quality_c4:min_num_sentences", None, None]
     assert rules_of(recs[0])["min_num_sentences"]["value"] == 4.0
     assert rules_of(recs[2])["min_num_sentences"]["value"] == 5.0
 
@@ -85,7 +85,11 @@ def test_lorem_ipsum_and_curly_bracket_drop_the_sample():
     curly = "\n".join(GOOD + ["Call it with { braces } please."])
     curly_in_removed_line = "\n".join(GOOD + ["code { here"])  # removed before the bracket check
     _, recs = run(C4Quality(), [lorem, curly, curly_in_removed_line])
-    assert [r["reason"] for r in recs] == ["c4:lorem_ipsum", "c4:curly_bracket", "c4:lines_removed"]
+    assert [r["reason"] for r in recs] == [
+        "quality_c4:lorem_ipsum",
+        "quality_c4:curly_bracket",
+        "quality_c4:lines_removed",
+    ]
     assert [r["verdict"] for r in recs] == ["dropped", "dropped", "modified"]
 
 

@@ -1,10 +1,14 @@
-"""Every rule set honours the operator contract the pipeline runner relies on."""
+"""Every rule set honours the operator contract the pipeline runner relies on, under one name."""
+
+import warnings
 
 import pytest
 
+import operators.quality
 from operators.base import MapOperator
 from operators.lineage_records import LINEAGE_SCHEMA
-from operators.quality import OPERATORS, RULE_SETS, QualityOperator, quality_operator
+from operators.quality import OPERATORS, QualityOperator, quality_operator
+from operators.quality.names import LEGACY_NAMES
 from operators.schema import SAMPLE_SCHEMA
 from tests.support.quality_samples import make_batch
 
@@ -18,11 +22,11 @@ TEXTS = [
 ]
 
 
-@pytest.mark.parametrize("rule_set", sorted(RULE_SETS))
-def test_contract(rule_set):
-    op = quality_operator(rule_set)
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_contract(name):
+    op = quality_operator(name)
     assert isinstance(op, QualityOperator) and isinstance(op, MapOperator)
-    assert op.rule_set == rule_set
+    assert op.name == name
     batch = make_batch(TEXTS)
     out = op.apply(batch)
     lineage = out.lineage.to_pylist()
@@ -34,29 +38,39 @@ def test_contract(rule_set):
     for record in lineage:
         assert record["verdict"] in ("kept", "dropped", "modified")
         rules = record["detail"]["rules"]
-        assert rules and all(r["rule_set"] == rule_set for r in rules)
-        failing = [f"{rule_set}:{r['rule']}" for r in rules if not r["passed"]]
+        assert rules and all(r["rule_set"] == name for r in rules)  # the one name, here too
+        failing = [f"{name}:{r['rule']}" for r in rules if not r["passed"]]
         if record["verdict"] == "dropped":
             assert record["reason"] == failing[0]
         else:
             assert failing == []
 
 
-@pytest.mark.parametrize("rule_set", sorted(RULE_SETS))
-def test_params_round_trip_and_unknown_refused(rule_set):
-    op = quality_operator(rule_set)
-    again = quality_operator(rule_set, op.params.to_dict())
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_params_round_trip_and_unknown_refused(name):
+    op = quality_operator(name)
+    again = quality_operator(name, op.params.to_dict())
     assert again.params == op.params
     assert op.describe()["name"] == op.name
     with pytest.raises(ValueError, match="unknown parameter"):
-        quality_operator(rule_set, {"no_such_threshold": 1})
+        quality_operator(name, {"no_such_threshold": 1})
 
 
-def test_operator_names_are_unique_and_registered():
-    assert {cls.name for cls in RULE_SETS.values()} == set(OPERATORS)
-    assert OPERATORS["quality"] is RULE_SETS["default"]
+def test_each_operator_has_one_name_and_old_rule_set_names_still_work_with_a_warning():
+    """Before issue #16 each quality operator also had a rule-set name (``c4`` for ``quality_c4``); the
+    operator name is now the only one. A caller who still writes an old name gets the same operator and
+    a DeprecationWarning naming the new one."""
+    assert set(LEGACY_NAMES.values()) == set(OPERATORS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the operator's own name: no warning
+        assert quality_operator("quality_c4").name == "quality_c4"
+    for old, new in LEGACY_NAMES.items():
+        with pytest.warns(DeprecationWarning, match=f"{old!r} is now named after its operator: {new!r}"):
+            assert type(quality_operator(old)) is OPERATORS[new]
+    with pytest.warns(DeprecationWarning, match="use OPERATORS"):
+        assert operators.quality.RULE_SETS["default"] is OPERATORS["quality"]
 
 
-def test_unknown_rule_set_refused():
-    with pytest.raises(ValueError, match="unknown quality rule set"):
+def test_unknown_name_refused():
+    with pytest.raises(ValueError, match="unknown quality operator 'gopher'; known: \\['quality', 'quality_c4'"):
         quality_operator("gopher")

@@ -3,7 +3,7 @@ import dataclasses
 import pyarrow as pa
 import pytest
 
-from operators.quality import RULE_SETS, DefaultParams, DefaultQuality, quality_operator
+from operators.quality import OPERATORS, DefaultParams, DefaultQuality, quality_operator
 from operators.schema import SAMPLE_SCHEMA
 from tests.support.quality_samples import make_batch, rules_of, run
 
@@ -17,8 +17,8 @@ def test_word_bounds_at_and_around_threshold():
     op = DefaultQuality({"min_words": 50, "max_words": 60})
     out, recs = run(op, [sentence_words(49), sentence_words(50), sentence_words(60), sentence_words(61)])
     assert [r["verdict"] for r in recs] == ["dropped", "kept", "kept", "dropped"]
-    assert recs[0]["reason"] == "default:min_words"
-    assert recs[3]["reason"] == "default:max_words"
+    assert recs[0]["reason"] == "quality:min_words"
+    assert recs[3]["reason"] == "quality:max_words"
     assert recs[1]["reason"] is None
     assert out.samples.column("sample_id").to_pylist() == ["s1", "s2"]
     assert out.samples.schema == SAMPLE_SCHEMA
@@ -39,7 +39,7 @@ def test_every_rule_recorded_with_value_threshold_and_verdict():
         "duplicate_line_fraction",
     ]
     assert rules["min_words"] == {
-        "rule_set": "default",
+        "rule_set": "quality",
         "rule": "min_words",
         "value": 49.0,
         "threshold": 50.0,
@@ -57,8 +57,8 @@ def test_mean_word_length_bounds():
     ok = " ".join([f"abc{i:02d}" for i in range(60)])
     _, recs = run(DefaultQuality(), [short, long, ok])
     assert [r["reason"] for r in recs] == [
-        "default:min_mean_word_length",
-        "default:max_mean_word_length",
+        "quality:min_mean_word_length",
+        "quality:max_mean_word_length",
         None,
     ]
 
@@ -69,7 +69,7 @@ def test_symbol_ratios_at_threshold():
     above = " ".join(base[:89] + ["#"] * 11)
     ellipsis = " ".join(base[:88] + ["…"] * 6 + ["..."] * 6)
     _, recs = run(DefaultQuality({"min_mean_word_length": None}), [at, above, ellipsis])
-    assert [r["reason"] for r in recs] == [None, "default:hash_ratio", "default:ellipsis_ratio"]
+    assert [r["reason"] for r in recs] == [None, "quality:hash_ratio", "quality:ellipsis_ratio"]
     assert rules_of(recs[0])["hash_ratio"]["value"] == pytest.approx(0.1)
 
 
@@ -79,14 +79,14 @@ def test_duplicate_line_fraction():
     four_dups = unique[:6] + [unique[0]] * 4
     _, recs = run(DefaultQuality(), ["\n".join(three_dups), "\n".join(four_dups)])
     assert rules_of(recs[0])["duplicate_line_fraction"]["value"] == pytest.approx(0.3)
-    assert [r["reason"] for r in recs] == [None, "default:duplicate_line_fraction"]
+    assert [r["reason"] for r in recs] == [None, "quality:duplicate_line_fraction"]
 
 
 def test_chinese_length_counted_in_characters():
     zh = "这是一个用于测试的中文句子，内容没有重复。"  # 21 characters, 1 whitespace word
     long_zh = "\n".join(f"第{i}行：{zh}" for i in range(6))
     _, recs = run(DefaultQuality(), [zh, long_zh])
-    assert recs[0]["reason"] == "default:min_cjk_chars"
+    assert recs[0]["reason"] == "quality:min_cjk_chars"
     assert rules_of(recs[0])["min_cjk_chars"]["value"] == 21.0
     assert rules_of(recs[0])["min_words"]["value"] is None
     assert recs[1]["verdict"] == "kept"
@@ -97,16 +97,16 @@ def test_cjk_ratio_rule_only_in_cjk_mode():
     english = sentence_words(120)
     op = DefaultQuality({"language": "cjk", "min_cjk_chars": 10})
     _, recs = run(op, [english, "中文内容" * 10])
-    assert recs[0]["reason"] == "default:min_cjk_ratio"
+    assert recs[0]["reason"] == "quality:min_cjk_ratio"
     assert rules_of(recs[1])["min_cjk_ratio"]["value"] == pytest.approx(1.0)
     assert "min_cjk_ratio" not in rules_of(run(DefaultQuality(), [english])[1][0])
 
 
 def test_params_configurable_and_unknown_refused():
-    op = quality_operator("default", {"min_words": 10})
+    op = quality_operator("quality", {"min_words": 10})
     assert op.params.min_words == 10
     assert op.describe()["params"]["min_words"] == 10
-    assert RULE_SETS["default"] is DefaultQuality
+    assert OPERATORS["quality"] is DefaultQuality
     assert DefaultQuality.name == "quality"
     with pytest.raises(ValueError, match="unknown parameter"):
         DefaultQuality({"min_wordz": 10})
@@ -135,7 +135,7 @@ def test_sliced_batch_and_empty_batch():
 def test_blank_text_dropped_for_length_and_other_rules_not_applicable():
     _, recs = run(DefaultQuality(), ["", "  \n\t "])
     for rec in recs:
-        assert rec["reason"] == "default:min_words"
+        assert rec["reason"] == "quality:min_words"
         rules = rules_of(rec)
         assert rules["min_words"]["value"] == 0.0
         assert rules["hash_ratio"]["value"] is None and rules["hash_ratio"]["passed"] is True
@@ -145,6 +145,6 @@ def test_language_space_measures_chinese_in_words():
     zh = "这是一个用于测试的中文句子，内容没有重复。"
     _, recs = run(DefaultQuality({"language": "space"}), [zh])
     rules = rules_of(recs[0])
-    assert recs[0]["reason"] == "default:min_words"
+    assert recs[0]["reason"] == "quality:min_words"
     assert rules["min_words"]["value"] == 1.0
     assert rules["min_cjk_chars"]["value"] is None

@@ -19,7 +19,7 @@ def test_line_punct_ratio_threshold_and_exclude_zero():
         return "\n".join(line(i, "." if i < punct_lines else "") for i in range(total))
 
     _, recs = run(FineWebQuality(), [doc(3), doc(2), doc(0)])  # 0.12, 0.08, 0
-    assert [r["reason"] for r in recs] == [None, "fineweb:line_punct_ratio", "fineweb:line_punct_ratio"]
+    assert [r["reason"] for r in recs] == [None, "quality_fineweb:line_punct_ratio", "quality_fineweb:line_punct_ratio"]
     _, recs = run(FineWebQuality({"line_punct_exclude_zero": True}), [doc(0)])
     assert recs[0]["verdict"] == "kept"
 
@@ -29,7 +29,7 @@ def test_short_line_ratio():
         return "\n".join([f"Short {i}." for i in range(short)] + [line(i) for i in range(100 - short)])
 
     _, recs = run(FineWebQuality({"char_duplicates_ratio": None, "new_line_ratio": None}), [doc(67), doc(68)])
-    assert [r["reason"] for r in recs] == [None, "fineweb:short_line_ratio"]
+    assert [r["reason"] for r in recs] == [None, "quality_fineweb:short_line_ratio"]
 
 
 def test_char_duplicates_ratio():
@@ -39,7 +39,7 @@ def test_char_duplicates_ratio():
     value = rules_of(recs[0])["char_dup_ratio"]["value"]
     assert value == pytest.approx(len(lines[0]) / len(text.replace("\n", "")))
     assert recs[0]["verdict"] == "kept"  # ~0.005
-    assert recs[1]["reason"] == "fineweb:char_dup_ratio"
+    assert recs[1]["reason"] == "quality_fineweb:char_dup_ratio"
 
 
 def test_list_ratio_and_empty():
@@ -48,5 +48,5 @@ def test_list_ratio_and_empty():
     _, recs = run(FineWebQuality({"short_line_thr": None}), [listy, very_listy, "  \n \n"])
     assert recs[0]["verdict"] == "kept"
     assert rules_of(recs[0])["list_ratio"]["value"] == pytest.approx(39 / 160)
-    assert recs[1]["reason"] == "fineweb:list_ratio"
-    assert recs[2]["reason"] == "fineweb:empty"
+    assert recs[1]["reason"] == "quality_fineweb:list_ratio"
+    assert recs[2]["reason"] == "quality_fineweb:empty"

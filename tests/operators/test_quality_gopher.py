@@ -22,10 +22,10 @@ def test_word_count_bounds_count_non_symbol_words():
     symbols = " - - ( ) ,"  # symbol words do not count
     results = verdicts(op, [text(49) + symbols, text(50), text(60), text(61)])
     assert results == [
-        ("dropped", "gopher_quality:min_doc_words"),
+        ("dropped", "quality_gopher:min_doc_words"),
         ("kept", None),
         ("kept", None),
-        ("dropped", "gopher_quality:max_doc_words"),
+        ("dropped", "quality_gopher:max_doc_words"),
     ]
     rules = rules_of(run(op, [text(49) + symbols])[1][0])
     assert rules["min_doc_words"]["value"] == 49.0
@@ -36,8 +36,8 @@ def test_mean_word_length():
     long = " ".join(["the", "and"] + [f"abcdefghijk{i}" for i in range(80)])
     _, recs = run(GopherQuality(), [short, long, text(80)])
     assert [r["reason"] for r in recs] == [
-        "gopher_quality:min_avg_word_length",
-        "gopher_quality:max_avg_word_length",
+        "quality_gopher:min_avg_word_length",
+        "quality_gopher:max_avg_word_length",
         None,
     ]
     assert rules_of(recs[2])["min_avg_word_length"]["value"] == pytest.approx((6 + 78 * 6) / 80)
@@ -48,7 +48,7 @@ def test_hash_and_ellipsis_ratios_at_threshold():
     above = " ".join(words(89) + ["#"] * 11)
     ellipsis = " ".join(words(88) + ["…"] * 12)
     _, recs = run(GopherQuality({"min_alpha_words_ratio": None}), [at, above, ellipsis])
-    assert [r["reason"] for r in recs] == [None, "gopher_quality:hash_ratio", "gopher_quality:ellipsis_ratio"]
+    assert [r["reason"] for r in recs] == [None, "quality_gopher:hash_ratio", "quality_gopher:ellipsis_ratio"]
     assert rules_of(recs[0])["hash_ratio"]["value"] == pytest.approx(0.1)
 
 
@@ -67,9 +67,9 @@ def test_bullet_and_ellipsis_lines():
     _, recs = run(GopherQuality({"max_symbol_word_ratio": None}), [lines(9, 0), lines(10, 0), lines(0, 3), lines(0, 4)])
     assert [r["reason"] for r in recs] == [
         None,
-        "gopher_quality:bullet_lines_ratio",
+        "quality_gopher:bullet_lines_ratio",
         None,
-        "gopher_quality:ellipsis_lines_ratio",
+        "quality_gopher:ellipsis_lines_ratio",
     ]
     assert rules_of(recs[1])["bullet_lines_ratio"]["value"] == 1.0
 
@@ -78,14 +78,14 @@ def test_alpha_words_ratio():
     ok = " ".join(words(80) + ["123"] * 20)  # 80 of 100 words have a letter
     bad = " ".join(words(79) + ["123"] * 21)
     _, recs = run(GopherQuality(), [ok, bad])
-    assert [r["reason"] for r in recs] == [None, "gopher_quality:alpha_words_ratio"]
+    assert [r["reason"] for r in recs] == [None, "quality_gopher:alpha_words_ratio"]
 
 
 def test_stop_words_distinct_and_case_sensitive():
     one = " ".join(["the", "the", "The", "AND"] + words(60)[2:])
     two = " ".join(["the", "with"] + words(60)[2:])
     _, recs = run(GopherQuality(), [one, two])
-    assert recs[0]["reason"] == "gopher_quality:min_stop_words"
+    assert recs[0]["reason"] == "quality_gopher:min_stop_words"
     assert rules_of(recs[0])["min_stop_words"]["value"] == 1.0
     assert recs[1]["verdict"] == "kept"
     custom = GopherQuality({"stop_words": ["wd0002", "wd0003"], "min_stop_words": 2})
@@ -102,7 +102,7 @@ def test_repetition_lines_and_paragraphs():
     _, recs = run(op, [dup_lines, dup_paras])
     assert rules_of(recs[0])["dup_line_frac"]["value"] == pytest.approx(0.3)
     assert recs[0]["verdict"] == "kept"
-    assert recs[1]["reason"] == "gopher_repetition:dup_para_frac"
+    assert recs[1]["reason"] == "quality_gopher_repetition:dup_para_frac"
     assert rules_of(recs[1])["dup_para_frac"]["value"] == pytest.approx(0.4)
 
 
@@ -112,7 +112,7 @@ def test_repetition_duplicate_line_chars():
     _, recs = run(GopherRepetition({"dup_line_frac": None, "top_n_grams": (), "dup_n_grams": ()}), [text_])
     value = rules_of(recs[0])["dup_line_char_frac"]["value"]
     assert value == pytest.approx(3 * len(unique[0]) / len(text_))
-    assert recs[0]["reason"] == "gopher_repetition:dup_line_char_frac"
+    assert recs[0]["reason"] == "quality_gopher_repetition:dup_line_char_frac"
 
 
 def test_top_ngram_share_at_and_around_threshold():
@@ -153,6 +153,6 @@ def test_too_few_words_for_ngrams_is_not_applicable():
 
 def test_params_refused_and_pairs_normalised():
     with pytest.raises(ValueError, match="unknown parameter"):
-        quality_operator("gopher_repetition", {"dup_line_fraction": 0.1})
-    op = quality_operator("gopher_repetition", {"top_n_grams": [[2, 0.3]]})
+        quality_operator("quality_gopher_repetition", {"dup_line_fraction": 0.1})
+    op = quality_operator("quality_gopher_repetition", {"top_n_grams": [[2, 0.3]]})
     assert op.params.top_n_grams == ((2, 0.3),)

@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from operators.lineage_records import lineage_batch
+from operators.lineage_records import LINEAGE_SCHEMA, lineage_batch
 from operators.quality import C4Quality, DefaultQuality, rule_counts, script_counts, script_distribution
 from operators.quality.report import RULE_COUNTS_SCHEMA
 from tests.support.quality_samples import make_batch
@@ -19,19 +19,36 @@ def test_rule_counts_from_quality_lineage():
     counts = rule_counts(pa.Table.from_batches([c4, default, dedupe]))
     assert counts.schema == RULE_COUNTS_SCHEMA
     rows = {(r["operator"], r["rule"]): r for r in counts.to_pylist()}
-    assert rows[("quality_c4", "c4:min_num_sentences")] == {
+    assert rows[("quality_c4", "quality_c4:min_num_sentences")] == {
         "operator": "quality_c4",
-        "rule": "c4:min_num_sentences",
+        "rule": "quality_c4:min_num_sentences",
         "dropped": 2,
         "modified": 0,
         "failed": 2,
     }
-    assert rows[("quality_c4", "c4:lines_removed")]["modified"] == 1
-    assert rows[("quality", "default:min_words")]["dropped"] == 2
-    assert rows[("quality", "default:hash_ratio")]["failed"] == 1  # failed, but not the first failure
-    assert rows[("quality", "default:hash_ratio")]["dropped"] == 0
+    assert rows[("quality_c4", "quality_c4:lines_removed")]["modified"] == 1
+    assert rows[("quality", "quality:min_words")]["dropped"] == 2
+    assert rows[("quality", "quality:hash_ratio")]["failed"] == 1  # failed, but not the first failure
+    assert rows[("quality", "quality:hash_ratio")]["dropped"] == 0
     assert rows[("dedupe", "exact")]["dropped"] == 1
     assert counts.column("operator").to_pylist() == sorted(counts.column("operator").to_pylist())
+
+
+def test_rule_counts_read_lineage_of_older_releases_under_todays_names():
+    """Lineage written before each quality operator had one name says ``default:min_words`` (reason) and
+    ``rule_set: "default"`` (detail.rules): it counts under today's names, the same as new lineage."""
+    texts = [GOOD, "too short", "# # #"]
+    new = DefaultQuality({"min_words": 5}).apply(make_batch(texts)).lineage
+    old = new.to_pylist()
+    for record in old:
+        if record["reason"]:
+            record["reason"] = record["reason"].replace("quality:", "default:")
+        for result in record["detail"]["rules"]:
+            result["rule_set"] = "default"
+    assert any(r["reason"] == "default:min_words" for r in old)
+    stored = pa.Table.from_pylist(old, schema=LINEAGE_SCHEMA)
+    assert rule_counts(stored).to_pylist() == rule_counts(new).to_pylist()
+    assert "quality:min_words" in rule_counts(stored).column("rule").to_pylist()
 
 
 def test_rule_counts_of_nothing():

@@ -33,7 +33,7 @@ def test_clean_chinese_text_kept_and_measured_in_characters():
 def test_min_chars_at_threshold():
     op = ChineseQuality({"min_chars": 30})
     _, recs = run(op, ["中" * 29, "中文" * 15])
-    assert recs[0]["reason"] == "zh:min_chars"
+    assert recs[0]["reason"] == "quality_zh:min_chars"
     assert rules_of(recs[1])["min_chars"] | {"rule_set": None} == {
         "rule_set": None,
         "rule": "min_chars",
@@ -48,7 +48,7 @@ def test_cjk_ratio_drops_non_chinese_text():
     english = "This package provides the command line tools for managing things. " * 4
     mixed = "本软件包提供 GNU/Linux 的命令行工具 (command line tools)，支持多种格式。" * 3
     _, recs = run(ChineseQuality(), [english, mixed])
-    assert recs[0]["reason"] == "zh:min_cjk_ratio"
+    assert recs[0]["reason"] == "quality_zh:min_cjk_ratio"
     assert recs[1]["verdict"] == "kept"
 
 
@@ -59,13 +59,13 @@ def test_duplicate_lines():
     op = ChineseQuality({"max_duplicate_line_char_fraction": None, "max_char_repetition": None})
     _, recs = run(op, [text, dup])
     assert rules_of(recs[0])["duplicate_line_fraction"]["value"] == pytest.approx(0.3)
-    assert [r["reason"] for r in recs] == [None, "zh:duplicate_line_fraction"]
+    assert [r["reason"] for r in recs] == [None, "quality_zh:duplicate_line_fraction"]
 
 
 def test_character_ngram_repetition():
     repetitive = "哈" * 150 + chinese(2)  # one 10-gram holds most of the text
     _, recs = run(ChineseQuality(), [repetitive, chinese(9)])
-    assert recs[0]["reason"] == "zh:char_repetition"
+    assert recs[0]["reason"] == "quality_zh:char_repetition"
     assert rules_of(recs[0])["char_repetition"]["value"] > 0.5
     assert rules_of(recs[1])["char_repetition"]["value"] < 0.1
 
@@ -75,11 +75,11 @@ def test_punctuation_and_symbol_ratios():
     symbols = "价格￥＄€＋＝＜＞数据质量" * 12
     op = ChineseQuality({"max_char_repetition": None, "max_duplicate_line_fraction": None})
     _, recs = run(op, [punct, symbols])
-    assert [r["reason"] for r in recs] == ["zh:punctuation_ratio", "zh:symbol_ratio"]
+    assert [r["reason"] for r in recs] == ["quality_zh:punctuation_ratio", "quality_zh:symbol_ratio"]
 
 
 def test_default_rule_set_is_chinese_aware():
     _, recs = run(DefaultQuality(), [chinese(9), "中文" * 20])
     assert recs[0]["verdict"] == "kept"
     assert rules_of(recs[0])["min_words"]["value"] is None
-    assert recs[1]["reason"] == "default:min_cjk_chars"
+    assert recs[1]["reason"] == "quality:min_cjk_chars"

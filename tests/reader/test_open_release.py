@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -337,3 +339,13 @@ def test_a_shared_folder_others_can_write_is_not_used(release: str, settings: Se
     expected = [read_all(release, settings, seed=6, rank=r, world_size=4) for r in range(4)]
     got = [read_all(release, settings, seed=6, rank=r, world_size=4, local_world_size=4) for r in range(4)]
     assert got == expected and not list(private.iterdir())
+
+
+def test_import_lineage_reader_stays_light() -> None:
+    """A training job that reads releases over HTTP never needs the catalog's database driver, DuckDB,
+    deltalake or the HTTP client of the SDK at import: those load only with the source that needs them."""
+    code = (
+        "import sys, lineage.reader; heavy = [m for m in ('sqlalchemy', 'duckdb', 'deltalake', 'httpx', 'fastapi') "
+        "if m in sys.modules]; assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])

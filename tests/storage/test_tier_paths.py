@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from lineage.errors import ConfigError
 from lineage.settings import Settings, TierConfig
 from storage.tier import Tier, TierPathError, confine, confine_for_uri, get_tier, local_tier
 
@@ -175,7 +176,7 @@ def test_parts_are_checked_one_by_one() -> None:
     ],
 )
 def test_malformed_roots_fail_at_construction(kind: str, root: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         Tier(TierConfig(name="t", kind=kind, root=root))
 
 
@@ -251,13 +252,13 @@ def test_storage_options_and_credentials(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_unset_credential_variable_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("T_AK", raising=False)
     monkeypatch.setenv("T_SK", "secret")
-    with pytest.raises(KeyError, match="T_AK"):
+    with pytest.raises(ConfigError, match="T_AK"):
         _ = _s3_tier().storage_options
 
 
 def test_bad_endpoint_is_an_error() -> None:
     tier = Tier(TierConfig(name="s", kind="s3", root="s3://bkt/x", options={"endpoint": "127.0.0.1:7480/x"}))
-    with pytest.raises(ValueError, match="endpoint"):
+    with pytest.raises(ConfigError, match="endpoint"):
         _ = tier.storage_options
 
 
@@ -292,7 +293,7 @@ def test_tiers_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert ceph.storage_options["AWS_ACCESS_KEY_ID"] == "ak"
     assert get_tier("cfs", settings).path("a") == f"{tmp_path.resolve()}/a"
     assert get_tier("local", settings).kind == "posix"  # always present
-    with pytest.raises(KeyError, match="unknown tier"):
+    with pytest.raises(ConfigError, match="unknown tier"):
         get_tier("nope", settings)
 
 
