@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lineage.dedupe_files import dedupe_files
+from lineage.cli.dedupe_files import dedupe_files
 from lineage.settings import Settings
 from tests.pipelines.test_minhash_pipeline import BASE, CHINESE, NEAR, OTHER
 from tests.test_cli import lineage

@@ -191,7 +191,7 @@ def test_a_file_hashed_just_after_it_changed_is_hashed_again_next_time(
 def test_a_replica_tier_verify_found_corrupt_is_never_read(release: str, settings: Settings, catalog: Catalog) -> None:
     from typer.testing import CliRunner
 
-    from lineage.cli import app
+    from lineage.cli.app import app
 
     files = release_files(release, settings, catalog)
     settle(files)

@@ -1,6 +1,6 @@
 """CLI commands of the HTTP service: ``lineage serve`` and ``lineage token ...``.
 
-Registered by one import in ``lineage/cli.py``; heavy imports stay inside the commands.
+Registered by one import in ``lineage/cli/app.py``; heavy imports stay inside the commands.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from lineage.cli import _guard, _settings, app, console, err
+from lineage.cli.app import _guard, _settings, app, console, err
 
 log = logging.getLogger(__name__)
 

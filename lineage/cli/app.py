@@ -54,7 +54,7 @@ def _fail(message: str) -> None:
 
 # -- running pipelines -------------------------------------------------------------------------
 def _run_spec(spec: Any, engine: str | None) -> Any:
-    from lineage.progress import run_progress
+    from lineage.cli.progress import run_progress
     from lineage.runs import Runner
 
     runner = Runner(_settings())
@@ -523,7 +523,7 @@ def dedupe(
     id_field: Annotated[str | None, typer.Option(help="Field whose values name records in the report.")] = None,
 ) -> None:
     """Remove near-duplicates from files: kept records in the input's format, plus a report."""
-    from lineage.dedupe_files import dedupe_files
+    from lineage.cli.dedupe_files import dedupe_files
 
     summary = _guard(
         lambda: dedupe_files(
@@ -598,12 +598,12 @@ def demo(
     data_dir: Annotated[Path | None, typer.Option(help="Folder with debian_en/zh.jsonl.gz.")] = None,
 ) -> None:
     """Run the whole path on the bundled Debian corpus and show lineage of two samples."""
-    from lineage.demo import run_demo
+    from lineage.cli.demo import run_demo
 
     run_demo(console, _settings(), data_dir)
 
 
-import lineage.cli_service  # noqa: E402,F401  (registers `serve` and `token`)
+import lineage.cli.serve  # noqa: E402,F401  (registers `serve` and `token`)
 
 
 def main() -> None:

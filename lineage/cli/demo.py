@@ -11,16 +11,16 @@ from lineage.settings import Settings
 
 log = logging.getLogger(__name__)
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RELEASE = "debian-clean@demo"
 
 
 def run_demo(console: Console, settings: Settings, data_dir: Path | None = None) -> None:
     from lineage.catalog import Catalog
     from lineage.catalog.queries import dataset_version
-    from lineage.cli import print_counts, print_sample_lineage
+    from lineage.cli.app import print_counts, print_sample_lineage
+    from lineage.cli.progress import run_progress
     from lineage.client import Client
-    from lineage.progress import run_progress
     from lineage.query import example_sample_ids
     from lineage.releases import publish
     from lineage.runs import Runner
