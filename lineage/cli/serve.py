@@ -1,26 +1,15 @@
-"""CLI commands of the HTTP service: ``lineage serve`` and ``lineage token ...``.
-
-Registered by one import in ``lineage/cli/app.py``; heavy imports stay inside the commands.
-"""
+"""``lineage serve``: the HTTP API over the catalog the CLI uses."""
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from lineage.cli.app import _guard, _settings, app, console, err
-
-log = logging.getLogger(__name__)
-
-token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke API tokens (roles: reader, writer, admin).")
-app.add_typer(token_app, name="token")
+from lineage.cli.app import err, load_settings
 
 
-@app.command()
 def serve(
     host: Annotated[
         str | None,
@@ -34,13 +23,14 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (more than 1 uses more cores).")] = 1,
 ) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs) over the catalog the CLI uses."""
+    # start-up: uvicorn, FastAPI and the service (SQLAlchemy, DuckDB, deltalake)
     import uvicorn
 
     from api.app import create_app
     from api.deps import is_loopback
     from lineage.service.core import Service
 
-    settings = _settings()
+    settings = load_settings()
     update = {k: v for k, v in {"api_host": host, "api_port": port}.items() if v is not None}
     settings = settings.model_copy(update=update)
     if settings.single_user is None:  # unset: on where only this machine can connect
@@ -68,51 +58,3 @@ def serve(
         log_level=log_level,
         workers=workers,
     )
-
-
-@token_app.command("create")
-def token_create(
-    name: Annotated[str, typer.Argument(help="Who or what the token is for.")],
-    role: Annotated[str, typer.Option(help="reader, writer or admin.")] = "reader",
-) -> None:
-    """Create a token and print it (once: only its hash is stored)."""
-    from lineage.service.core import Service
-
-    service = Service(_settings())
-    created = _guard(lambda: service.create_token(name, role, actor=_settings().api_local_user))
-    err.print(f"created {created.role} token {created.id} for {created.name!r}; it is shown only now:")
-    console.print(created.token, soft_wrap=True)
-
-
-@token_app.command("list")
-def token_list() -> None:
-    """List tokens (never their secrets)."""
-    from lineage.service.core import Service
-
-    table = Table(title="API tokens")
-    for col in ("id", "name", "role", "prefix", "created", "revoked"):
-        table.add_column(col)
-    for t in Service(_settings()).list_tokens():
-        table.add_row(
-            str(t.id),
-            t.name,
-            t.role,
-            t.prefix,
-            t.created_at.strftime("%Y-%m-%d %H:%M"),
-            t.revoked_at.strftime("%Y-%m-%d %H:%M") if t.revoked_at else "",
-        )
-    console.print(table)
-
-
-@token_app.command("revoke")
-def token_revoke(token_id: Annotated[int, typer.Argument(help="The token's id (see `lineage token list`).")]) -> None:
-    """Revoke a token: it stops working at once (within a second on a running server)."""
-    from lineage.service.core import Service
-    from lineage.service.errors import NotFound
-
-    try:
-        t = Service(_settings()).revoke_token(token_id)
-    except NotFound as exc:
-        err.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(1) from exc
-    console.print(f"revoked token {t.id} ({t.name!r})")

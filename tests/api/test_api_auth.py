@@ -239,8 +239,9 @@ def test_revoked_token_stops_at_once_here_and_within_a_second_elsewhere(fresh: S
 
 
 def test_cli_token_create_and_revoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lineage.cli.app import app
+    from lineage.cli.main import build_app
 
+    app = build_app()
     monkeypatch.setenv("LINEAGE_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("LINEAGE_CATALOG_URL", raising=False)
     get_settings.cache_clear()

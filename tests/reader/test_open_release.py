@@ -191,7 +191,7 @@ def test_a_file_hashed_just_after_it_changed_is_hashed_again_next_time(
 def test_a_replica_tier_verify_found_corrupt_is_never_read(release: str, settings: Settings, catalog: Catalog) -> None:
     from typer.testing import CliRunner
 
-    from lineage.cli.app import app
+    from lineage.cli.main import build_app
 
     files = release_files(release, settings, catalog)
     settle(files)
@@ -200,7 +200,7 @@ def test_a_replica_tier_verify_found_corrupt_is_never_read(release: str, setting
     victim = files[2]
     original = victim.read_bytes()
     victim.write_bytes(corrupted(original, "middle"))
-    cli = CliRunner()
+    cli, app = CliRunner(), build_app()
     found = cli.invoke(app, ["tier", "verify", release, "--to", "local"])
     assert found.exit_code == 1 and victim.name in found.output and "corrupt" in found.output
     assert markers(settings) == []  # this host hashes every checked file again
