@@ -55,10 +55,10 @@ def test_ingest_run_publish_show_sample_export(corpus: Path, tmp_path: Path) -> 
 def test_errors_are_one_clear_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
     result = lineage(home, "release", "show", "nope@x", check=False)
-    assert result.returncode == 1 and "release nope@x does not exist" in result.stderr
+    assert result.returncode == 4 and "release nope@x does not exist" in result.stderr  # NotFound
     assert "Traceback" not in result.stderr
     bad = lineage(home, "release", "publish", "not a ref", check=False)
-    assert bad.returncode == 1 and "expected NAME@TAG" in bad.stderr
+    assert bad.returncode == 3 and "expected NAME@TAG" in bad.stderr  # Invalid
     write_jsonl(tmp_path / "d.jsonl", [{"text": "x"}])
     missing = lineage(home, "ingest", str(tmp_path / "nothing-here"), "--dataset", "d", check=False)
-    assert missing.returncode == 1 and "no such file or folder" in missing.stderr
+    assert missing.returncode == 4 and "no such file or folder" in missing.stderr  # NotFound

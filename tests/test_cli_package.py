@@ -1,13 +1,21 @@
-"""The ``lineage`` command as a package (lineage/cli/): it starts without the heavy libraries, and each lazy
-import says why it is lazy."""
+"""The ``lineage`` command as a package (lineage/cli/): it starts without the heavy libraries, each lazy
+import says why it is lazy, and every refusal exits with the code of its row in the errors table."""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lineage import errors
+from lineage.cli.app import guard
+from lineage.cli.main import build_app
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = ROOT / "lineage" / "cli"
@@ -67,3 +75,61 @@ def test_every_function_local_import_says_what_it_keeps_out_of_start_up() -> Non
             if not explained:
                 unexplained.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert unexplained == []
+
+
+def _refusing_app(error: Exception) -> object:
+    """The real app with one more verb, whose body raises ``error`` the way every verb's work does."""
+    app = build_app()
+
+    def refuse() -> None:
+        """Refuse."""
+
+        def work() -> None:
+            raise error
+
+        guard(work)
+
+    app.command("refuse")(refuse)
+    return app
+
+
+@pytest.mark.parametrize("rule", errors.TABLE, ids=lambda rule: rule.code)
+def test_each_refusal_exits_with_its_rows_code_and_one_line(rule: errors.Rule) -> None:
+    message = f"the {rule.cls.__name__} message, long enough that a narrow console would wrap it: " + "x" * 100
+    result = CliRunner().invoke(_refusing_app(rule.cls(message)), ["refuse"])  # type: ignore[arg-type]
+    assert result.exit_code == rule.exit_code, result.output
+    assert result.stderr.splitlines() == [f"error: {message}"] and result.stdout == ""
+    assert "Traceback" not in result.output
+
+
+def test_the_exit_codes_leave_0_and_clicks_2_alone_and_tell_each_kind_of_refusal_apart() -> None:
+    codes = {rule.cls: rule.exit_code for rule in errors.TABLE}
+    assert not {0, 2} & set(codes.values())
+
+    def parent(cls: type) -> type | None:
+        return next((base for base in cls.__mro__[1:] if base in codes), None)
+
+    kinds = [cls for cls in codes if parent(cls) in (None, errors.LineageError)]
+    assert len({codes[cls] for cls in kinds}) == len(kinds)
+    for cls in set(codes) - set(kinds):  # a subclass means one of its bases to a script, or has its own code
+        bases = {codes[base] for base in cls.__mro__[1:] if base in codes}
+        others = {codes[c] for c in codes if c is not cls}
+        assert codes[cls] in bases or codes[cls] not in others, cls
+
+
+def test_a_usage_error_is_clicks_2_and_a_bug_is_1_with_its_traceback() -> None:
+    usage = CliRunner().invoke(build_app(), ["release", "show"])  # NAME@TAG missing
+    assert usage.exit_code == 2 and "Missing argument" in usage.output
+    bug = CliRunner().invoke(_refusing_app(RuntimeError("a bug")), ["refuse"])  # type: ignore[arg-type]
+    assert bug.exit_code == 1 and isinstance(bug.exception, RuntimeError)  # not swallowed into one line
+
+
+def test_the_readme_lists_the_exit_codes_of_the_table() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    listed = {
+        name: int(code)
+        for code, classes in re.findall(r"^\| (\d+) \|[^|]*\|([^|]*)\|$", section, re.M)
+        for name in re.findall(r"`(\w+)`", classes)
+    }
+    assert listed == {rule.cls.__name__: rule.exit_code for rule in errors.TABLE}

@@ -70,4 +70,4 @@ def test_command_takes_script_layout_and_verify_and_prints_the_settings_it_used(
         (["--verify", "maybe"], "verify must be one of"),
     ]:
         result = lineage(home, "dedupe", str(src), "-o", out, *bad, check=False)
-        assert result.returncode == 1 and message in result.stdout + result.stderr, (bad, result)
+        assert result.returncode == 3 and message in result.stdout + result.stderr, (bad, result)  # Invalid

@@ -1,5 +1,5 @@
 """What every ``lineage`` command shares: the root app's make-up, the consoles, settings and catalog,
-and :func:`guard`, which turns a refusal into one line.
+and :func:`guard`, which turns a refusal into one line and its exit code.
 
 The command modules import from here; :mod:`lineage.cli.main` builds the app and puts their verbs on
 it. Everything here is cheap to import: ``lineage --help`` imports it (and every command module), so
@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from lineage.errors import LineageError, NotFound, RunFailed, TransferFailed, translate
+from lineage.errors import LineageError, NotFound, RunFailed, TransferFailed, exit_code, translate
 from lineage.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -66,15 +66,16 @@ def open_catalog() -> Catalog:
 
 
 def fail(error: LineageError) -> NoReturn:
-    """Print the error as one red line (for logs and grep) and exit 1."""
+    """Print the error as one red line (for logs and grep) and exit with its code from the errors table."""
     err.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)
-    raise typer.Exit(1)
+    raise typer.Exit(exit_code(error))
 
 
 def guard(action: Callable[[], T]) -> T:
-    """Run ``action``; a refusal becomes one clear line instead of a traceback: the errors tree
-    (classified by :func:`lineage.errors.translate`, as the API and the SDK do), plus the CLI-only
-    errors not yet in the tree. Anything else is a bug and prints its traceback."""
+    """Run ``action``; a refusal becomes one clear line and the exit code of its class in
+    :data:`lineage.errors.TABLE` instead of a traceback: the errors tree (classified by
+    :func:`lineage.errors.translate`, as the API and the SDK do), plus the CLI-only errors not yet in
+    the tree. Anything else is a bug and prints its traceback (exit 1)."""
     try:
         return action()
     except Exception as exc:
@@ -87,7 +88,8 @@ def guard(action: Callable[[], T]) -> T:
 
 
 def _not_yet_in_the_tree(exc: Exception) -> LineageError | None:
-    """The tree class each refusal whose raise sites do not raise one yet stands for (issue #16, S5b)."""
+    """The tree class each refusal whose raise sites do not raise one yet stands for, so that its exit
+    code is already the one it keeps once they do (issue #16, S5b)."""
     # start-up: replicas and the run checks load deltalake, DuckDB and pyarrow (and this runs only on a failure)
     from lineage.releases.replicas import ReplicaError
     from pipelines.integrity import RunError

@@ -258,7 +258,7 @@ def test_cli_token_create_and_revoke(tmp_path: Path, monkeypatch: pytest.MonkeyP
         with pytest.raises(Unauthorized, match="revoked"):
             Service(get_settings()).tokens.authenticate(token)
         bad = runner.invoke(app, ["token", "create", "x", "--role", "root"])
-        assert bad.exit_code == 1 and "unknown role" in bad.output
+        assert bad.exit_code == 3 and "unknown role" in bad.output  # Invalid
         service.close()
     finally:
         get_settings.cache_clear()
