@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -45,6 +46,20 @@ def test_lineage_help_loads_no_heavy_library() -> None:
     ]
     assert "lineage.cli.main" in imported
     assert _heavy(imported) == []
+
+
+def test_a_console_script_installed_before_the_package_still_runs(tmp_path: Path) -> None:
+    """pip wrote ``from lineage.cli import main`` into existing ``lineage`` scripts; until a reinstall
+    rewrites them, they run the command and say how to stop the warning."""
+    script = tmp_path / "lineage"
+    script.write_text(
+        "import sys\nfrom lineage.cli import main\nif __name__ == '__main__':\n"
+        "    sys.argv[0] = sys.argv[0].removesuffix('.exe')\n    sys.exit(main())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LINEAGE_HOME": str(tmp_path / "home")}
+    result = subprocess.run([sys.executable, str(script), "--help"], env=env, capture_output=True, text=True)
+    assert result.returncode == 0 and "release" in result.stdout, result.stderr
+    assert "DeprecationWarning" in result.stderr and "pip install -e ." in result.stderr
 
 
 def _function_local_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:

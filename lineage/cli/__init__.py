@@ -12,3 +12,21 @@ Importing the command modules is what ``lineage --help`` costs, so they import S
 deltalake, numba, FastAPI and uvicorn only inside the verbs that need them (each such import says so
 with a ``# start-up:`` comment).
 """
+
+import warnings
+
+
+def main() -> None:
+    """The entry point ``lineage.cli:main`` that console scripts installed before the CLI became a package
+    still call, until ``pip install`` rewrites them to ``lineage.cli.main:main``. Importing the entry
+    module rebinds this name to that module (as for any submodule), so this serves only such a script."""
+    warnings.warn(
+        "this `lineage` script calls lineage.cli:main; reinstall the package (pip install -e .) so it calls "
+        "lineage.cli.main:main",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    # start-up: importing any lineage.cli module must not import every command module
+    from lineage.cli.main import main as entry
+
+    entry()
