@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from lineage import errors
@@ -92,7 +93,7 @@ def test_every_function_local_import_says_what_it_keeps_out_of_start_up() -> Non
     assert unexplained == []
 
 
-def _refusing_app(error: Exception) -> object:
+def _refusing_app(error: Exception) -> typer.Typer:
     """The real app with one more verb, whose body raises ``error`` the way every verb's work does."""
     app = build_app()
 
@@ -111,7 +112,7 @@ def _refusing_app(error: Exception) -> object:
 @pytest.mark.parametrize("rule", errors.TABLE, ids=lambda rule: rule.code)
 def test_each_refusal_exits_with_its_rows_code_and_one_line(rule: errors.Rule) -> None:
     message = f"the {rule.cls.__name__} message, long enough that a narrow console would wrap it: " + "x" * 100
-    result = CliRunner().invoke(_refusing_app(rule.cls(message)), ["refuse"])  # type: ignore[arg-type]
+    result = CliRunner().invoke(_refusing_app(rule.cls(message)), ["refuse"])
     assert result.exit_code == rule.exit_code, result.output
     assert result.stderr.splitlines() == [f"error: {message}"] and result.stdout == ""
     assert "Traceback" not in result.output
@@ -135,7 +136,7 @@ def test_the_exit_codes_leave_0_and_clicks_2_alone_and_tell_each_kind_of_refusal
 def test_a_usage_error_is_clicks_2_and_a_bug_is_1_with_its_traceback() -> None:
     usage = CliRunner().invoke(build_app(), ["release", "show"])  # NAME@TAG missing
     assert usage.exit_code == 2 and "Missing argument" in usage.output
-    bug = CliRunner().invoke(_refusing_app(RuntimeError("a bug")), ["refuse"])  # type: ignore[arg-type]
+    bug = CliRunner().invoke(_refusing_app(RuntimeError("a bug")), ["refuse"])
     assert bug.exit_code == 1 and isinstance(bug.exception, RuntimeError)  # not swallowed into one line
 
 
