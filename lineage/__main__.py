@@ -1,5 +1,5 @@
 """``python -m lineage`` is the ``lineage`` command."""
 
-from lineage.cli import main
+from lineage.cli.main import main
 
 main()

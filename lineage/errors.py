@@ -2,9 +2,14 @@
 
 The classes are :mod:`storage.errors` (re-exported here: import them as ``lineage.errors.X``), plus the
 release refusals, which belong to the catalog. Each carries a stable ``code``; :data:`TABLE` maps each
-code to its HTTP status and to the class the SDK raises, so the API (``api/errors.py``), the SDK
-(``lineage.client``) and the CLI (``lineage.cli._guard``) translate errors in one place and an error
-reads the same on each: ``str(exc)`` is the whole message.
+code to its HTTP status, its exit code in the ``lineage`` command and the class the SDK raises, so the
+API (``api/errors.py``), the SDK (``lineage.client``) and the CLI (``lineage.cli.app.guard``) translate
+errors in one place and an error reads the same on each: ``str(exc)`` is the whole message.
+
+Exit codes: 0 success; 1 a bug (the CLI prints its traceback) or a refusal no row names more precisely;
+2 a usage error, which Click reports before any command runs (an unknown option, a missing argument);
+3 to 13 one per row below, shared by a subclass that means the same to a script (``ReleaseNotFound`` is
+a ``NotFound``: 4). The README lists them.
 
 :func:`translate` also classifies the database's refusals (a value it cannot store, a unique key a
 concurrent write took first). Anything else is a bug: a 500 over HTTP with a request id and a log line,
@@ -51,10 +56,12 @@ class ReleaseConflict(ReleaseError, Conflict):
 
 @dataclass(frozen=True)
 class Rule:
-    """One row of the table: the class (whose ``code`` keys the row) and its HTTP status."""
+    """One row of the table: the class (whose ``code`` keys the row), its HTTP status and the ``lineage``
+    command's exit code."""
 
     cls: type[LineageError]
     status: int
+    exit_code: int
 
     @property
     def code(self) -> str:
@@ -63,22 +70,22 @@ class Rule:
 
 # Base classes before their subclasses: the first row with a status is what a bare status maps back to.
 TABLE: tuple[Rule, ...] = (
-    Rule(Invalid, 400),
-    Rule(Unauthorized, 401),  # answered with ``WWW-Authenticate: Bearer``
-    Rule(Forbidden, 403),
-    Rule(NotFound, 404),
-    Rule(Conflict, 409),
-    Rule(LineageError, 500),
-    Rule(TransferFailed, 502),
-    Rule(ConfigError, 503),
-    Rule(InvalidValue, 400),
-    Rule(ReleaseNotFound, 404),
-    Rule(ConcurrentChange, 409),
-    Rule(ReleaseConflict, 409),
-    Rule(GateFailed, 409),
-    Rule(RunFailed, 500),
-    Rule(Corrupt, 500),
-    Rule(MissingExtra, 503),
+    Rule(Invalid, 400, 3),
+    Rule(Unauthorized, 401, 7),  # answered with ``WWW-Authenticate: Bearer``
+    Rule(Forbidden, 403, 8),
+    Rule(NotFound, 404, 4),
+    Rule(Conflict, 409, 5),
+    Rule(LineageError, 500, 1),
+    Rule(TransferFailed, 502, 10),
+    Rule(ConfigError, 503, 12),
+    Rule(InvalidValue, 400, 3),
+    Rule(ReleaseNotFound, 404, 4),
+    Rule(ConcurrentChange, 409, 5),
+    Rule(ReleaseConflict, 409, 5),
+    Rule(GateFailed, 409, 6),
+    Rule(RunFailed, 500, 9),
+    Rule(Corrupt, 500, 11),
+    Rule(MissingExtra, 503, 13),
 )
 BY_CODE: dict[str, Rule] = {rule.code: rule for rule in TABLE}
 _BY_STATUS: dict[int, Rule] = {}
@@ -94,6 +101,11 @@ def rule_for(exc: LineageError) -> Rule:
         if rule is not None and issubclass(type(exc), rule.cls):
             return rule
     return BY_CODE[LineageError.code]
+
+
+def exit_code(exc: LineageError) -> int:
+    """What the ``lineage`` command exits with when it refuses with ``exc``."""
+    return rule_for(exc).exit_code
 
 
 def error_class(code: str | None, status: int) -> type[LineageError]:
@@ -154,6 +166,7 @@ __all__ = [
     "TransferFailed",
     "Unauthorized",
     "error_class",
+    "exit_code",
     "rule_for",
     "translate",
     "validation_problems",

@@ -1,11 +1,14 @@
-"""The layer contract (pyproject ``[tool.importlinter]``): it holds, and it catches an upward import."""
+"""The layer contract (pyproject ``[tool.importlinter]``): it holds, and it catches an upward import and a
+second importer of a CLI command module."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,11 +34,41 @@ def test_the_layers_hold() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_lower_layer_importing_a_higher_one_breaks_the_contract(tmp_path: Path) -> None:
+def copy_packages(tmp_path: Path) -> None:
     for package in PACKAGES:
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def test_a_lower_layer_importing_a_higher_one_breaks_the_contract(tmp_path: Path) -> None:
+    copy_packages(tmp_path)
     layout = tmp_path / "storage" / "layout.py"
     layout.write_text(layout.read_text() + "\nimport lineage.service.core  # noqa: E402,F401\n")
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout
     assert "storage is not allowed to import lineage.service" in result.stdout
+
+
+def test_a_second_importer_of_a_cli_command_module_breaks_the_contract(tmp_path: Path) -> None:
+    """Only lineage/cli/main.py puts verbs on the app; a command module borrowing another's code would
+    make the CLI's registration depend on import order again."""
+    copy_packages(tmp_path)
+    tier = tmp_path / "lineage" / "cli" / "tier.py"
+    tier.write_text(tier.read_text() + "\nimport lineage.cli.release  # noqa: E402,F401\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode == 1, result.stdout
+    assert "Only the CLI's entry module imports its command modules BROKEN" in result.stdout
+    assert "lineage.cli.tier -> lineage.cli.release" in result.stdout
+
+
+def test_the_protected_cli_modules_are_the_ones_main_imports() -> None:
+    """A new command module must be in the contract too: the list is what main.py imports from lineage.cli."""
+    tree = ast.parse((ROOT / "lineage" / "cli" / "main.py").read_text())
+    imported = {
+        f"lineage.cli.{alias.name}"
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module == "lineage.cli"
+        for alias in node.names
+    }
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (cli,) = (c for c in contracts if c["id"] == "cli-commands")
+    assert set(cli["protected_modules"]) == imported and cli["allowed_importers"] == ["lineage.cli.main"]

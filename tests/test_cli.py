@@ -55,18 +55,18 @@ def test_ingest_run_publish_show_sample_export(corpus: Path, tmp_path: Path) -> 
 def test_errors_are_one_clear_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
     result = lineage(home, "release", "show", "nope@x", check=False)
-    assert result.returncode == 1 and "release nope@x does not exist" in result.stderr
+    assert result.returncode == 4 and "release nope@x does not exist" in result.stderr  # NotFound
     assert "Traceback" not in result.stderr
     bad = lineage(home, "release", "publish", "not a ref", check=False)
-    assert bad.returncode == 1 and "expected NAME@TAG" in bad.stderr
+    assert bad.returncode == 3 and "expected NAME@TAG" in bad.stderr  # Invalid
     write_jsonl(tmp_path / "d.jsonl", [{"text": "x"}])
     missing = lineage(home, "ingest", str(tmp_path / "nothing-here"), "--dataset", "d", check=False)
-    assert missing.returncode == 1 and "no such file or folder" in missing.stderr
+    assert missing.returncode == 4 and "no such file or folder" in missing.stderr  # NotFound
 
 
-def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
-    """The refusal a command printed: exit 1 and exactly one line on stderr, no traceback."""
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+def one_line_error(result: subprocess.CompletedProcess[str], code: int) -> str:
+    """The refusal a command printed: its class's exit code and exactly one line on stderr, no traceback."""
+    assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     return lines[0]
@@ -78,15 +78,15 @@ def test_a_pipeline_file_the_spec_refuses_is_one_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "p"\n[[inputs]]\ndataset = "raw"\n[output]\ndataset = "out"\nowner = 3\nsurprise = 1\n')
-    line = one_line_error(lineage(home, "run", str(bad), check=False))
+    line = one_line_error(lineage(home, "run", str(bad), check=False), 3)  # Invalid
     assert f"pipeline file {bad}: " in line
     assert "output.owner: Input should be a valid string" in line and "output.surprise: Extra inputs" in line
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: p\ninputs: [\n")
-    assert f"pipeline file {broken} does not parse" in one_line_error(lineage(home, "run", str(broken), check=False))
+    assert f"pipeline file {broken} does not parse" in one_line_error(lineage(home, "run", str(broken), check=False), 3)
     write_jsonl(tmp_path / "d.jsonl", [{"text": "x"}])
     ingest = lineage(home, "ingest", str(tmp_path / "d.jsonl"), "--dataset", "d", "--format", "jsnol", check=False)
-    assert "input 'd': unknown format 'jsnol'" in one_line_error(ingest)
+    assert "input 'd': unknown format 'jsnol'" in one_line_error(ingest, 3)
 
 
 def test_a_tier_misconfiguration_is_one_line(tmp_path: Path) -> None:
@@ -101,12 +101,13 @@ def test_a_tier_misconfiguration_is_one_line(tmp_path: Path) -> None:
         f"name: p\ninputs:\n  - dataset: raw\n    path: {tmp_path / 'd.jsonl'}\noutput:\n  dataset: out\n  tier: ceph\n"
     )
     env.pop("LL_UNSET_AK")
-    line = one_line_error(lineage(home, "run", str(pipeline), check=False, **env))
+    line = one_line_error(lineage(home, "run", str(pipeline), check=False, **env), 12)  # ConfigError
     assert "tier 'ceph': environment variable LL_UNSET_AK (access_key) is not set" in line
     malformed = one_line_error(
         lineage(
             home, "release", "publish", "x@y", check=False, LINEAGE_TIERS=json.dumps([{"name": "ceph", "kind": "s3"}])
-        )
+        ),
+        12,
     )
     assert "lineage settings: tiers.0.root: Field required" in malformed
 
@@ -117,10 +118,10 @@ def test_a_bug_in_a_command_is_a_traceback_not_a_refusal() -> None:
     import pytest
     import typer
 
-    from lineage.cli import _guard
+    from lineage.cli.app import guard
     from lineage.errors import NotFound
 
     with pytest.raises(KeyError, match="a bug"):
-        _guard(lambda: {}["a bug"])
+        guard(lambda: {}["a bug"])
     with pytest.raises(typer.Exit):
-        _guard(lambda: (_ for _ in ()).throw(NotFound("gone")))
+        guard(lambda: (_ for _ in ()).throw(NotFound("gone")))

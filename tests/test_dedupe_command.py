@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lineage.dedupe_files import dedupe_files
+from lineage.cli.dedupe_files import dedupe_files
 from lineage.settings import Settings
 from tests.pipelines.test_minhash_pipeline import BASE, CHINESE, NEAR, OTHER
 from tests.test_cli import lineage
@@ -70,9 +70,9 @@ def test_command_takes_script_layout_and_verify_and_prints_the_settings_it_used(
         (["--verify", "maybe"], "verify must be one of"),
     ]:
         result = lineage(home, "dedupe", str(src), "-o", out, *bad, check=False)
-        assert result.returncode == 1 and message in result.stdout + result.stderr, (bad, result)
+        assert result.returncode == 3 and message in result.stdout + result.stderr, (bad, result)  # Invalid
     unreadable = tmp_path / "notes.csv"
     unreadable.write_text("text\nhello\n")
     result = lineage(home, "dedupe", str(unreadable), "-o", out, check=False)
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
     assert f"{unreadable}: lineage dedupe reads JSONL (plain or .gz) and Parquet files" in result.stderr

@@ -239,8 +239,9 @@ def test_revoked_token_stops_at_once_here_and_within_a_second_elsewhere(fresh: S
 
 
 def test_cli_token_create_and_revoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lineage.cli import app
+    from lineage.cli.main import build_app
 
+    app = build_app()
     monkeypatch.setenv("LINEAGE_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("LINEAGE_CATALOG_URL", raising=False)
     get_settings.cache_clear()
@@ -257,7 +258,7 @@ def test_cli_token_create_and_revoke(tmp_path: Path, monkeypatch: pytest.MonkeyP
         with pytest.raises(Unauthorized, match="revoked"):
             Service(get_settings()).tokens.authenticate(token)
         bad = runner.invoke(app, ["token", "create", "x", "--role", "root"])
-        assert bad.exit_code == 1 and "unknown role" in bad.output
+        assert bad.exit_code == 3 and "unknown role" in bad.output  # Invalid
         service.close()
     finally:
         get_settings.cache_clear()

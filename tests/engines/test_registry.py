@@ -121,14 +121,14 @@ def test_lineage_run_on_an_engine_without_its_extra_prints_the_fix_and_records_n
     result = run_without_extras(
         f"""
         sys.argv = ["lineage", "run", {str(tmp_path / "p.toml")!r}, "--engine", {engine!r}]
-        from lineage.cli import main
+        from lineage.cli.main import main
 
         main()
         """,
         home,
     )
     needs = {"spark": "pyspark", "ray": "ray"}[engine]
-    assert result.returncode != 0
+    assert result.returncode == 13, result.stderr  # MissingExtra
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
         f"error: the {engine} engine needs {needs}: pip install 'lineage-ledger[{engine}]'"
@@ -167,12 +167,12 @@ def test_a_tier_copy_on_an_engine_without_its_extra_prints_the_fix(tmp_path: Pat
     result = run_without_extras(
         """
         sys.argv = ["lineage", "tier", "copy", "t@v1", "--to", "local", "--engine", "ray"]
-        from lineage.cli import main
+        from lineage.cli.main import main
 
         main()
         """,
         tmp_path / "home",
     )
-    assert result.returncode != 0
+    assert result.returncode == 13, result.stderr  # MissingExtra
     assert "Traceback" not in result.stderr
     assert "error: the ray engine needs ray: pip install 'lineage-ledger[ray]'" in result.stderr.splitlines()

@@ -184,7 +184,7 @@ def test_cli_refuses_in_one_line(tree: Path, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     )
-    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.returncode == 3, result.stdout + result.stderr  # Invalid
     output = " ".join((result.stdout + result.stderr).split())  # the console wraps long lines
     assert "Traceback" not in output and SECRET not in output
     assert output.startswith("error: 'evil' on tier 'adhoc' leads through a symbolic link to ")

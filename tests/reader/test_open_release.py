@@ -193,7 +193,7 @@ def test_a_file_hashed_just_after_it_changed_is_hashed_again_next_time(
 def test_a_replica_tier_verify_found_corrupt_is_never_read(release: str, settings: Settings, catalog: Catalog) -> None:
     from typer.testing import CliRunner
 
-    from lineage.cli import app
+    from lineage.cli.main import build_app
 
     files = release_files(release, settings, catalog)
     settle(files)
@@ -202,9 +202,9 @@ def test_a_replica_tier_verify_found_corrupt_is_never_read(release: str, setting
     victim = files[2]
     original = victim.read_bytes()
     victim.write_bytes(corrupted(original, "middle"))
-    cli = CliRunner()
+    cli, app = CliRunner(), build_app()
     found = cli.invoke(app, ["tier", "verify", release, "--to", "local"])
-    assert found.exit_code == 1 and victim.name in found.output and "corrupt" in found.output
+    assert found.exit_code == 11 and victim.name in found.output and "corrupt" in found.output  # Corrupt
     assert markers(settings) == []  # this host hashes every checked file again
     # the only replica is corrupt: no fallback to the manifest's table, even for the files that are intact
     refused = rf"no good copy of \S*/{files[0].name}: local: the replica is corrupt \(\S*/{victim.name}: .*\), not read"

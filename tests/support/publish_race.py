@@ -53,7 +53,7 @@ def _wait_for_processes() -> None:
 
 
 if __name__ == "__main__":
-    from lineage.cli import main
+    from lineage.cli.main import main
 
     event.listen(Engine, "before_cursor_execute", _before_release_insert(_wait_for_processes))
     main()

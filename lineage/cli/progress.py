@@ -1,21 +1,26 @@
-"""Progress bars for long CLI work (rich), behind the engines' plain ``(name, n)`` callback."""
+"""Progress bars for long CLI work (rich): a run, behind the engines' plain ``(name, n)`` callback, and a
+tier copy."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
+    DownloadColumn,
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
+    TransferSpeedColumn,
 )
 
-from pipelines.engines.base import ProgressFn
+if TYPE_CHECKING:  # the engines' base module loads pyarrow: only its type is needed here
+    from pipelines.engines.base import ProgressFn
 
 
 @contextmanager
@@ -38,3 +43,15 @@ def run_progress(console: Console, total_files: int | None = None) -> Iterator[P
             progress.advance(tasks[name], n)
 
         yield update
+
+
+def transfer_progress(console: Console) -> Progress:
+    """Bytes copied and the rate, for ``lineage tier copy/move``."""
+    return Progress(
+        "{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    )

@@ -1,4 +1,4 @@
-"""``lineage dedupe``: near-duplicate removal for someone who just has files.
+"""What ``lineage dedupe`` does: near-duplicate removal for someone who just has files.
 
 Runs a throw-away pipeline (convert → ``minhash_dedupe``) on the chosen engine, then streams each
 input once more and writes the kept records *byte for byte* in the input's own format, plus a
@@ -9,6 +9,7 @@ the ``--id-field`` values (or ``file:row`` without one). Bad records go to a qua
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import logging
 import tempfile
@@ -20,11 +21,15 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lineage.catalog import Catalog
+from lineage.catalog.queries import dataset_version
 from lineage.errors import Invalid
+from lineage.runs import Runner
 from lineage.settings import Settings, TierConfig
 from operators.convert.readers import open_decompressed
 from operators.minhash.lsh import band_layout
 from operators.minhash.params import MinHashParams
+from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier, local_tier
 
@@ -101,11 +106,6 @@ def dedupe_files(
     text_field: str = "text",
     id_field: str | None = None,
 ) -> DedupeSummary:
-    from lineage.catalog import Catalog
-    from lineage.catalog.queries import dataset_version
-    from lineage.runs import Runner
-    from pipelines.spec import PipelineSpec
-
     # validated here, before any work: a bad value is one clear error
     params = MinHashParams(
         threshold=threshold, num_perm=num_perm, ngram=ngram, script=script, bands=bands, rows=rows, verify=verify
@@ -243,6 +243,4 @@ def _plain_writer(path: Path) -> Any:
 
 
 def _gzip_writer(path: Path) -> Any:
-    import gzip
-
     return gzip.open(path, "wb")

@@ -4,24 +4,37 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
-from rich.console import Console
+import typer
 
+from lineage.cli.app import console, guard, load_settings
+from lineage.cli.progress import run_progress
+from lineage.cli.render import print_counts, print_sample_lineage
+from lineage.errors import Conflict
 from lineage.settings import Settings
+
+if TYPE_CHECKING:
+    from lineage.catalog import DatasetVersion
 
 log = logging.getLogger(__name__)
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RELEASE = "debian-clean@demo"
 
 
-def run_demo(console: Console, settings: Settings, data_dir: Path | None = None) -> None:
+def demo(
+    data_dir: Annotated[Path | None, typer.Option(help="Folder with debian_en/zh.jsonl.gz.")] = None,
+) -> None:
+    """Run the whole path on the bundled Debian corpus and show lineage of two samples."""
+    guard(lambda: run_demo(load_settings(), data_dir))
+
+
+def run_demo(settings: Settings, data_dir: Path | None = None) -> None:
+    # start-up: the catalog, the run, publishing and the service load SQLAlchemy, deltalake, DuckDB and numba
     from lineage.catalog import Catalog
     from lineage.catalog.queries import dataset_version
-    from lineage.cli import print_counts, print_sample_lineage
     from lineage.client import Client
-    from lineage.progress import run_progress
-    from lineage.query import example_sample_ids
     from lineage.releases import publish
     from lineage.runs import Runner
     from pipelines.spec import PipelineSpec
@@ -42,7 +55,7 @@ def run_demo(console: Console, settings: Settings, data_dir: Path | None = None)
     try:
         release, created = publish(catalog, settings, RELEASE, version=outcome.version)
         state = "published" if created else "already published with identical content (no-op)"
-    except ValueError as exc:  # an older demo published different content under this tag
+    except Conflict as exc:  # an older demo published different content under this tag
         console.print(f"[yellow]{exc}[/]")
         release, created = publish(catalog, settings, f"debian-clean@demo-v{outcome.version}", version=outcome.version)
         state = "published"
@@ -69,3 +82,24 @@ def run_demo(console: Console, settings: Settings, data_dir: Path | None = None)
         + release.ref
         + " --out export/"
     )
+
+
+def example_sample_ids(
+    dv: DatasetVersion, settings: Settings, *, verdict: str, operator: str | None = None, limit: int = 1
+) -> list[str]:
+    """A few sample ids with a given verdict in a version's lineage (for the demo)."""
+    # start-up: DuckDB, deltalake
+    import duckdb
+
+    from storage.delta import version_dataset
+    from storage.tier import get_tier
+
+    tier = get_tier(dv.tier, settings)
+    where = "verdict = ?" + (" AND operator = ?" if operator else "")
+    params: list[Any] = [verdict] + ([operator] if operator else [])
+    with duckdb.connect() as con:
+        con.register("ds", version_dataset(tier, dv.lineage_path, dv.lineage_delta_version))
+        rows = con.sql(
+            f"SELECT sample_id FROM ds WHERE {where} ORDER BY sample_id LIMIT {int(limit)}", params=params
+        ).fetchall()
+    return [r[0] for r in rows]

@@ -1,0 +1,58 @@
+"""``lineage dedupe FILES``: near-duplicate removal for someone who just has files (the work is in
+:mod:`lineage.cli.dedupe_files`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lineage.cli.app import console, guard, load_settings
+
+
+def dedupe(
+    inputs: Annotated[list[Path], typer.Argument(help="JSONL (plain or .gz) or Parquet files.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output file (one input) or folder.")],
+    threshold: Annotated[float, typer.Option(help="Jaccard similarity that counts as a duplicate.")] = 0.8,
+    num_perm: Annotated[int, typer.Option(help="MinHash permutations.")] = 128,
+    ngram: Annotated[int, typer.Option(help="Shingle size: words, or characters for CJK text.")] = 5,
+    script: Annotated[
+        str,
+        typer.Option(help="auto (characters for a text with any CJK character, else words), latin (words) or cjk."),
+    ] = "auto",
+    bands: Annotated[int | None, typer.Option(help="LSH bands (with --rows; default: from the threshold).")] = None,
+    rows: Annotated[int | None, typer.Option(help="Signature rows per LSH band (with --bands).")] = None,
+    verify: Annotated[str, typer.Option(help="Check candidates: exact (shingle sets), estimate or none.")] = "exact",
+    engine: Annotated[str, typer.Option(help="local, spark or ray.")] = "local",
+    text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
+    id_field: Annotated[str | None, typer.Option(help="Field whose values name records in the report.")] = None,
+) -> None:
+    """Remove near-duplicates from files: kept records in the input's format, plus a report."""
+    from lineage.cli.dedupe_files import dedupe_files  # start-up: the run (DuckDB, pyarrow, deltalake, numba)
+
+    summary = guard(
+        lambda: dedupe_files(
+            inputs,
+            output,
+            settings=load_settings(),
+            threshold=threshold,
+            num_perm=num_perm,
+            ngram=ngram,
+            script=script,
+            bands=bands,
+            rows=rows,
+            verify=verify,
+            engine=engine,
+            text_field=text_field,
+            id_field=id_field,
+        )
+    )
+    console.print(f"settings: {summary.settings()}", highlight=False, soft_wrap=True)
+    console.print(
+        f"{summary.records:,} records in {summary.inputs} file(s): kept {summary.kept:,}, dropped "
+        f"{summary.dropped:,} near-duplicates, quarantined {summary.quarantined:,}"
+    )
+    for path in summary.outputs:
+        console.print(f"wrote {path}")
+    console.print(f"duplicates report: {summary.report}")

@@ -1,0 +1,57 @@
+"""The ``lineage`` command: the one module that imports the command modules and puts their verbs on the app.
+
+Each command module (``run``, ``release``, ``tier``, ...) holds plain functions whose typed parameters and
+docstrings are a verb's options and help; none of them knows the app. :func:`build_app` names every verb,
+in the order ``lineage --help`` lists them, so this file is the CLI's table of contents. Nothing
+registers on import: each call builds a new app (the import-linter contract ``cli-commands`` keeps any
+other module from importing a command module).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from lineage.cli import datasets, dedupe, demo, export, gc, release, run, sample, serve, tier, tokens
+from lineage.cli.app import new_app, new_group
+
+
+def build_app() -> typer.Typer:
+    """The whole ``lineage`` command, every verb on it."""
+    app = new_app()
+    for command in (
+        run.ingest,
+        run.run,
+        sample.sample,
+        export.export,
+        dedupe.dedupe,
+        gc.gc,
+        datasets.datasets,
+        demo.demo,
+        serve.serve,
+    ):
+        app.command()(command)
+
+    releases = new_group(app, "release", "Publish, list and inspect releases (NAME@TAG).")
+    releases.command("publish")(release.release_publish)
+    releases.command("report")(release.release_report)
+    releases.command("list")(release.release_list)
+    releases.command("show")(release.release_show)
+    releases.command("pin")(release.release_pin)
+
+    tiers = new_group(app, "tier", "Copy, move and verify releases across storage tiers.")
+    tiers.command("copy")(tier.tier_copy)
+    tiers.command("move")(tier.tier_move)
+    tiers.command("verify")(tier.tier_verify)
+    tiers.command("plan")(tier.tier_plan)
+    tiers.command("apply")(tier.tier_apply)
+
+    token_group = new_group(app, "token", "Create, list and revoke API tokens (roles: reader, writer, admin).")
+    token_group.command("create")(tokens.token_create)
+    token_group.command("list")(tokens.token_list)
+    token_group.command("revoke")(tokens.token_revoke)
+    return app
+
+
+def main() -> None:
+    """The console script ``lineage`` and ``python -m lineage``."""
+    build_app()()

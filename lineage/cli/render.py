@@ -1,0 +1,103 @@
+"""How the CLI prints what the service and the runs return: step counts, QC tables, a sample's lineage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from lineage.cli.app import console
+
+
+def print_counts(counts: dict[str, Any]) -> None:
+    table = Table(title="Samples per step")
+    for col in ("step", "operator", "in", "kept", "dropped", "modified"):
+        table.add_column(col, justify="right" if col != "operator" else "left", no_wrap=True)
+    table.add_column("reasons", overflow="fold", min_width=24)
+    for st in counts.get("steps", []):
+        reasons = "\n".join(f"{k}={v:,}" for k, v in sorted(st["reasons"].items()))
+        table.add_row(
+            str(st["step"]),
+            st["operator"],
+            f"{st['in']:,}",
+            f"{st['kept']:,}",
+            f"{st['dropped']:,}",
+            f"{st['modified']:,}",
+            reasons,
+        )
+    console.print(table)
+    quarantine = counts.get("quarantine") or {}
+    total = sum(quarantine.values())
+    detail = ", ".join(f"{k}={v:,}" for k, v in sorted(quarantine.items()))
+    console.print(f"quarantined records: {total:,}" + (f" ({detail})" if detail else ""))
+    if counts.get("blank_lines"):
+        console.print(f"blank lines skipped: {counts['blank_lines']:,}")
+
+
+def print_qc(qc: dict[str, Any], gate: dict[str, Any] | None) -> None:
+    rules = Table(title="Quality rules")
+    for col in ("operator", "rule", "dropped", "modified", "failed"):
+        rules.add_column(col, justify="left" if col in ("operator", "rule") else "right")
+    for r in qc["rules"]:
+        rules.add_row(r["operator"], r["rule"], f"{r['dropped']:,}", f"{r['modified']:,}", f"{r['failed']:,}")
+    console.print(rules)
+    sources = Table(title="Drop rate per source")
+    for col in ("source", "kept", "dropped", "drop rate"):
+        sources.add_column(col, justify="left" if col == "source" else "right")
+    for src in qc["sources"]:
+        sources.add_row(src["source"], f"{src['kept']:,}", f"{src['dropped']:,}", f"{100 * src['drop_rate']:.2f}%")
+    console.print(sources)
+    lengths = ", ".join(
+        f"{b['from']}{'+' if b['to'] is None else '-' + str(b['to'])}: {b['count']:,}"
+        for b in qc["length_histogram"]
+        if b["count"]
+    )
+    console.print(f"length (chars): {lengths}")
+    console.print("scripts: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in qc["scripts"].items()))
+    console.print(
+        f"exact-duplicate rate: {100 * qc['exact_duplicate_rate']:.3f}%; rule sets: "
+        f"{', '.join(qc['rule_sets']) or 'none'}"
+    )
+    if gate:
+        for g in gate["results"]:
+            mark = "[green]pass[/]" if g["passed"] else "[red]FAIL[/]"
+            console.print(f"gate {escape(g['condition'])}: {g['measured']} (limit {g['limit']}) {mark}")
+        if gate.get("override"):
+            o = gate["override"]
+            console.print(f"gate overridden by {o['by']} at {o['at']}: {o['reason']}")
+
+
+def print_sample_lineage(found: Any) -> None:
+    """Render a ``SampleLineage`` (the service's model, the same one the HTTP API returns)."""
+    src = found.source
+    console.print(f"[bold]sample {found.sample_id}[/]")
+    if src is not None:
+        console.print(
+            escape(
+                f"  source: {src.uri} (dataset {src.dataset}, path {src.path}, row {src.row}, byte offset {src.offset})"
+            )
+        )
+    for v in found.versions:
+        state = "[green]in output[/]" if v.in_output else "[red]not in output[/]"
+        releases = f"; this version is released as {', '.join(v.releases)}" if v.releases else ""
+        console.print(f"  {v.dataset} v{v.version} (run {v.run_id[:8]}): {state}{escape(releases)}")
+        for rec in v.records:
+            line = f"    step {rec.step} {rec.operator}@{rec.operator_version}: {rec.verdict}"
+            if rec.reason:
+                line += f" ({rec.reason})"
+            dup = (rec.detail or {}).get("duplicate")
+            if dup and rec.verdict == "dropped":
+                line += (
+                    f" duplicate of {dup['kept_id']} [{dup['method']}, cluster {(dup['cluster_id'] or '')[:12]}, "
+                    f"size {dup['cluster_size']}, jaccard {dup['jaccard']:.3f}]"
+                )
+            console.print(escape(line))
+            for rule in (rec.detail or {}).get("rules") or []:
+                if not rule["passed"]:
+                    console.print(
+                        escape(
+                            f"      rule {rule['rule_set']}:{rule['rule']} value {rule['value']:.4g} "
+                            f"{rule['comparison']} {rule['threshold']:.4g} failed"
+                        )
+                    )

@@ -1,0 +1,151 @@
+"""The ``lineage`` command as a package (lineage/cli/): it starts without the heavy libraries, each lazy
+import says why it is lazy, and every refusal exits with the code of its row in the errors table."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from lineage import errors
+from lineage.cli.app import guard
+from lineage.cli.main import build_app
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = ROOT / "lineage" / "cli"
+# What `lineage --help` must not pay for (none of these is loaded by it today).
+HEAVY = ("sqlalchemy", "duckdb", "deltalake", "numba", "numpy", "pyarrow", "fastapi", "uvicorn", "pyspark", "ray")
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return sorted({m.split(".")[0] for m in modules} & set(HEAVY))
+
+
+def test_importing_the_cli_loads_no_heavy_library() -> None:
+    code = "import json, sys\nimport lineage.cli.main\nprint(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    modules = json.loads(result.stdout)
+    assert "lineage.cli.release" in modules  # every command module is imported ...
+    assert _heavy(modules) == []  # ... and none of them pulls a heavy library in
+
+
+def test_lineage_help_loads_no_heavy_library() -> None:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "lineage", "--help"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0 and "release" in result.stdout and "token" in result.stdout, result.stderr
+    imported = [
+        line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    ]
+    assert "lineage.cli.main" in imported
+    assert _heavy(imported) == []
+
+
+def test_a_console_script_installed_before_the_package_still_runs(tmp_path: Path) -> None:
+    """pip wrote ``from lineage.cli import main`` into existing ``lineage`` scripts; until a reinstall
+    rewrites them, they run the command and say how to stop the warning."""
+    script = tmp_path / "lineage"
+    script.write_text(
+        "import sys\nfrom lineage.cli import main\nif __name__ == '__main__':\n"
+        "    sys.argv[0] = sys.argv[0].removesuffix('.exe')\n    sys.exit(main())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LINEAGE_HOME": str(tmp_path / "home")}
+    result = subprocess.run([sys.executable, str(script), "--help"], env=env, capture_output=True, text=True)
+    assert result.returncode == 0 and "release" in result.stdout, result.stderr
+    assert "DeprecationWarning" in result.stderr and "pip install -e ." in result.stderr
+
+
+def _function_local_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return [node for f in functions for node in ast.walk(f) if isinstance(node, ast.Import | ast.ImportFrom)]
+
+
+def test_every_function_local_import_says_what_it_keeps_out_of_start_up() -> None:
+    """A lazy import in the CLI exists only to keep ``lineage --help`` fast: a ``# start-up: ...`` comment
+    on it, or above its block of imports, names what it keeps out."""
+    unexplained = []
+    for path in sorted(CLI.glob("*.py")):
+        source = path.read_text()
+        lines = source.splitlines()
+        tree = ast.parse(source)
+        local = _function_local_imports(tree)
+        import_lines = {n for node in local for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+        for node in local:
+            n = node.lineno  # 1-based: lines[n - 1] is the import
+            explained = "# start-up:" in lines[n - 1]
+            while not explained and n > 1:
+                n -= 1
+                text = lines[n - 1].strip()
+                if text.startswith("# start-up:"):
+                    explained = True
+                elif not (n in import_lines or text == "" or text.startswith("#")):
+                    break
+            if not explained:
+                unexplained.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert unexplained == []
+
+
+def _refusing_app(error: Exception) -> typer.Typer:
+    """The real app with one more verb, whose body raises ``error`` the way every verb's work does."""
+    app = build_app()
+
+    def refuse() -> None:
+        """Refuse."""
+
+        def work() -> None:
+            raise error
+
+        guard(work)
+
+    app.command("refuse")(refuse)
+    return app
+
+
+@pytest.mark.parametrize("rule", errors.TABLE, ids=lambda rule: rule.code)
+def test_each_refusal_exits_with_its_rows_code_and_one_line(rule: errors.Rule) -> None:
+    message = f"the {rule.cls.__name__} message, long enough that a narrow console would wrap it: " + "x" * 100
+    result = CliRunner().invoke(_refusing_app(rule.cls(message)), ["refuse"])
+    assert result.exit_code == rule.exit_code, result.output
+    assert result.stderr.splitlines() == [f"error: {message}"] and result.stdout == ""
+    assert "Traceback" not in result.output
+
+
+def test_the_exit_codes_leave_0_and_clicks_2_alone_and_tell_each_kind_of_refusal_apart() -> None:
+    codes = {rule.cls: rule.exit_code for rule in errors.TABLE}
+    assert not {0, 2} & set(codes.values())
+
+    def parent(cls: type) -> type | None:
+        return next((base for base in cls.__mro__[1:] if base in codes), None)
+
+    kinds = [cls for cls in codes if parent(cls) in (None, errors.LineageError)]
+    assert len({codes[cls] for cls in kinds}) == len(kinds)
+    for cls in set(codes) - set(kinds):  # a subclass means one of its bases to a script, or has its own code
+        bases = {codes[base] for base in cls.__mro__[1:] if base in codes}
+        others = {codes[c] for c in codes if c is not cls}
+        assert codes[cls] in bases or codes[cls] not in others, cls
+
+
+def test_a_usage_error_is_clicks_2_and_a_bug_is_1_with_its_traceback() -> None:
+    usage = CliRunner().invoke(build_app(), ["release", "show"])  # NAME@TAG missing
+    assert usage.exit_code == 2 and "Missing argument" in usage.output
+    bug = CliRunner().invoke(_refusing_app(RuntimeError("a bug")), ["refuse"])
+    assert bug.exit_code == 1 and isinstance(bug.exception, RuntimeError)  # not swallowed into one line
+
+
+def test_the_readme_lists_the_exit_codes_of_the_table() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    listed = {
+        name: int(code)
+        for code, classes in re.findall(r"^\| (\d+) \|[^|]*\|([^|]*)\|$", section, re.M)
+        for name in re.findall(r"`(\w+)`", classes)
+    }
+    assert listed == {rule.cls.__name__: rule.exit_code for rule in errors.TABLE}
