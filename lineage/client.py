@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from lineage import errors
+from lineage.errors import GateFailed
+from lineage.releases.qc import GateConfig
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError, Unauthorized
 from storage.names import parse_release_ref
@@ -23,7 +25,17 @@ if TYPE_CHECKING:
     from lineage.service.core import Service
     from lineage.settings import Settings
 
-__all__ = ["BadRequest", "Client", "Conflict", "Forbidden", "NotFound", "ServiceError", "Unauthorized"]
+__all__ = [
+    "BadRequest",
+    "Client",
+    "Conflict",
+    "Forbidden",
+    "GateConfig",
+    "GateFailed",
+    "NotFound",
+    "ServiceError",
+    "Unauthorized",
+]
 
 R = TypeVar("R")
 
@@ -46,6 +58,16 @@ def _translated(fn: Callable[..., R]) -> Callable[..., R]:
             raise error from exc
 
     return wrapper
+
+
+def _gate_body(gate: GateConfig | dict[str, Any] | None, override_reason: str | None) -> dict[str, Any]:
+    """The gate fields of a release request body (JSON-ready; the service validates them)."""
+    body: dict[str, Any] = {}
+    if gate is not None:
+        body["gate"] = gate.model_dump() if isinstance(gate, GateConfig) else gate
+    if override_reason is not None:
+        body["override_reason"] = override_reason
+    return body
 
 
 class Client:
@@ -108,7 +130,10 @@ class Client:
             body = body if isinstance(body, dict) else {}
             detail, code = body.get("detail", response.text), body.get("code")
             cls = errors.error_class(code if isinstance(code, str) else None, response.status_code)
-            raise cls(detail if isinstance(detail, str) else str(detail))
+            message = detail if isinstance(detail, str) else str(detail)
+            if issubclass(cls, errors.GateFailed):  # the same failures list as in-process
+                raise cls(message, body.get("failures") or [])
+            raise cls(message)
         return response.json()
 
     def _call(self, local: Callable[[], R], method: str, path: str, model: Any, **kw: Any) -> R:
@@ -212,25 +237,40 @@ class Client:
         return self._call(lambda: self.service.get_release(ref), "GET", f"/releases/{name}/{tag}", S.ReleaseOut)
 
     def create_release(
-        self, ref: str, *, dataset: str | None = None, version: int | None = None, draft: bool = False
+        self,
+        ref: str,
+        *,
+        dataset: str | None = None,
+        version: int | None = None,
+        draft: bool = False,
+        gate: GateConfig | dict[str, Any] | None = None,
+        override_reason: str | None = None,
     ) -> S.ReleaseResult:
-        """Publish ``ref`` (or record a draft). Same content again: ``changed`` is False; other content: Conflict."""
+        """Publish ``ref`` (or record a draft). Same content again: ``changed`` is False; other content: Conflict.
+
+        With ``gate``, failed conditions raise :class:`~lineage.errors.GateFailed` (``exc.failures``: each
+        condition with its measured value and limit) unless ``override_reason`` says why to publish anyway."""
         name, tag = self._split(ref)
         body = {"name": name, "tag": tag, "dataset": dataset, "version": version, "draft": draft}
+        body |= _gate_body(gate, override_reason)
         return self._call(
             lambda: self.service.create_release(body, actor=self.actor), "POST", "/releases", S.ReleaseResult, json=body
         )
 
     publish = create_release
 
-    def publish_release(self, ref: str) -> S.ReleaseResult:
-        """Publish a draft."""
+    def publish_release(
+        self, ref: str, *, gate: GateConfig | dict[str, Any] | None = None, override_reason: str | None = None
+    ) -> S.ReleaseResult:
+        """Publish a draft, through ``gate`` (default: the conditions recorded with the draft)."""
         name, tag = self._split(ref)
+        body = _gate_body(gate, override_reason)
         return self._call(
-            lambda: self.service.publish_release(ref, actor=self.actor),
+            lambda: self.service.publish_release(ref, body, actor=self.actor),
             "POST",
             f"/releases/{name}/{tag}/publish",
             S.ReleaseResult,
+            json=body or None,
         )
 
     def deprecate_release(self, ref: str, reason: str = "") -> S.ReleaseResult:

@@ -90,3 +90,18 @@ def test_gate_refuses_with_each_failed_condition_and_its_value(
 def test_passing_gate_records_results(version: None, settings: Settings, catalog: Catalog) -> None:
     release, _ = publish(catalog, settings, "qc@ok", gate=GateConfig(min_samples=10, required_rule_sets=["default"]))
     assert all(r["passed"] for r in release.gate["results"]) and release.gate["override"] is None
+
+
+def test_publishing_a_draft_goes_through_the_gate(version: None, settings: Settings, catalog: Catalog) -> None:
+    """Publishing the same content as a draft turns it published: the gate given applies then too (it
+    used to be skipped), and a failed one leaves the draft a draft."""
+    publish(catalog, settings, "qc@drafted", draft=True)
+    with pytest.raises(GateError) as err:
+        publish(catalog, settings, "qc@drafted", gate=GateConfig(min_samples=100))
+    assert [f["condition"] for f in err.value.failures] == ["min_samples"]
+    with catalog.session() as s:
+        assert get_release(s, "qc@drafted").state == "draft"
+    release, changed = publish(
+        catalog, settings, "qc@drafted", gate=GateConfig(min_samples=100), override_reason="ok", created_by="bob"
+    )
+    assert changed and release.state == "published" and release.gate["override"]["by"] == "bob"

@@ -239,7 +239,11 @@ class Service:
             return self._release_out(s, queries.get_release(s, ref))
 
     def create_release(self, body: S.ReleaseCreate | dict[str, Any], *, actor: str = "local") -> S.ReleaseResult:
-        """Publish (or, with ``draft``, only record) a release. Same content again: ``changed`` is False."""
+        """Publish (or, with ``draft``, only record) a release. Same content again: ``changed`` is False.
+
+        Through the publish gate if the body has one: failed conditions are :class:`~lineage.errors.GateFailed`
+        (each with its measured value and limit) unless ``override_reason`` says why to publish anyway;
+        the override is recorded with ``actor`` and the time."""
         req = S.parse_input(S.ReleaseCreate, body)
         with self.catalog.session() as s:  # NotFound here, before publishing reads its files
             queries.dataset_version(s, req.dataset or req.name, req.version)
@@ -251,11 +255,20 @@ class Service:
             version=req.version,
             created_by=actor,
             draft=req.draft,
+            gate=req.gate,
+            override_reason=req.override_reason,
         )
         return S.ReleaseResult(release=self.get_release(release.ref), changed=changed)
 
-    def publish_release(self, ref: str, *, actor: str = "local") -> S.ReleaseResult:
-        release, changed = releases.publish_draft(self.catalog, self.settings, ref, created_by=actor)
+    def publish_release(
+        self, ref: str, body: S.ReleasePublish | dict[str, Any] | None = None, *, actor: str = "local"
+    ) -> S.ReleaseResult:
+        """Publish a draft through the gate (``body.gate``, else the draft's own conditions), as
+        :meth:`create_release` does."""
+        req = S.parse_input(S.ReleasePublish, body or {})
+        release, changed = releases.publish_draft(
+            self.catalog, self.settings, ref, created_by=actor, gate=req.gate, override_reason=req.override_reason
+        )
         return S.ReleaseResult(release=self.get_release(release.ref), changed=changed)
 
     def deprecate_release(self, ref: str, reason: str = "", *, actor: str = "local") -> S.ReleaseResult:

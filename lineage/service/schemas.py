@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from lineage.catalog import models
 from lineage.errors import Invalid
 from lineage.releases import usage
+from lineage.releases.qc import GateConfig
 from storage import names
 
 T = TypeVar("T")
@@ -84,11 +85,37 @@ class PinnedTable(BaseModel):
     delta_version: int
 
 
+class GateResult(BaseModel):
+    """One condition of the publish gate: what was measured, against which limit."""
+
+    condition: str = Field(description="e.g. min_samples, max_drop_rate_per_source[SOURCE], required_rule_set[NAME]")
+    measured: int | float | str
+    limit: int | float | str
+    passed: bool
+
+
+class GateOverride(BaseModel):
+    """Failed conditions published over: who (the authenticated caller), when and why."""
+
+    by: str
+    at: UtcDatetime
+    reason: str
+
+
+class GateRecord(BaseModel):
+    """What a release records of its publish gate (on a draft: results not yet enforced)."""
+
+    conditions: GateConfig
+    results: list[GateResult]
+    override: GateOverride | None = None
+
+
 ReleaseOut = derive(
     models.Release,
     "Release",
     exclude=("manifest",),
     extra={
+        "gate": (GateRecord | None, Field(default=None, description="The publish gate: conditions, results, override")),
         "ref": (str, ...),
         "dataset": (str, ...),
         "dataset_version": (int, ...),
@@ -155,6 +182,17 @@ class DatasetUpdate(BaseModel):
     tags: list[Annotated[Text, Field(max_length=200)]] | None = Field(default=None, max_length=100)
 
 
+OverrideReason = Annotated[
+    Text | None,
+    Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description="Publish although gate conditions failed: why (recorded with who and when).",
+    ),
+]
+
+
 class ReleaseCreate(BaseModel):
     """Pin a dataset version as NAME@TAG. ``draft`` records it without publishing."""
 
@@ -164,6 +202,19 @@ class ReleaseCreate(BaseModel):
     dataset: Name | None = Field(default=None, description="Dataset to release (default: name).")
     version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="Dataset version (default: latest).")
     draft: bool = False
+    gate: GateConfig | None = Field(
+        default=None,
+        description="Conditions to publish (a draft records their results; they apply when it is published).",
+    )
+    override_reason: OverrideReason = None
+
+
+class ReleasePublish(BaseModel):
+    """Publish a draft, through ``gate`` (default: the conditions recorded with the draft)."""
+
+    model_config = ConfigDict(extra="forbid")
+    gate: GateConfig | None = None
+    override_reason: OverrideReason = None
 
 
 class Deprecation(BaseModel):
