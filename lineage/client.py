@@ -10,6 +10,7 @@ So code written against one works against the other.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -58,6 +59,20 @@ def _translated(fn: Callable[..., R]) -> Callable[..., R]:
             raise error from exc
 
     return wrapper
+
+
+class _Renamed:
+    """A method's former name: still works, with a DeprecationWarning naming the new one."""
+
+    def __init__(self, new: str) -> None:
+        self.new = new
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.old = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> Callable[..., object]:
+        warnings.warn(f"Client.{self.old} is deprecated: use Client.{self.new}", DeprecationWarning, stacklevel=2)
+        return getattr(obj if obj is not None else owner, self.new)
 
 
 def _gate_body(gate: GateConfig | dict[str, Any] | None, override_reason: str | None) -> dict[str, Any]:
@@ -143,7 +158,7 @@ class Client:
         return model.model_validate(data) if model is not None else data
 
     # -- datasets -----------------------------------------------------------------------------
-    def datasets(
+    def list_datasets(
         self, limit: int | None = None, offset: int = 0, *, tag: str | None = None, owner: str | None = None
     ) -> S.Page[Any]:
         return self._call(
@@ -154,7 +169,7 @@ class Client:
             params={"limit": limit, "offset": offset, "tag": tag, "owner": owner},
         )
 
-    def dataset(self, name: str) -> Any:
+    def get_dataset(self, name: str) -> Any:
         return self._call(lambda: self.service.get_dataset(name), "GET", f"/datasets/{_q(name)}", S.DatasetOut)
 
     def update_dataset(
@@ -175,7 +190,7 @@ class Client:
             lambda: self.service.update_dataset(name, body), "PATCH", f"/datasets/{_q(name)}", S.DatasetOut, json=body
         )
 
-    def versions(self, name: str, limit: int | None = None, offset: int = 0) -> S.Page[Any]:
+    def list_versions(self, name: str, limit: int | None = None, offset: int = 0) -> S.Page[Any]:
         return self._call(
             lambda: self.service.list_versions(name, limit, offset),
             "GET",
@@ -184,7 +199,7 @@ class Client:
             params={"limit": limit, "offset": offset},
         )
 
-    def version(self, name: str, version: int) -> Any:
+    def get_version(self, name: str, version: int) -> Any:
         return self._call(
             lambda: self.service.get_version(name, version),
             "GET",
@@ -199,7 +214,7 @@ class Client:
         )
 
     # -- runs ---------------------------------------------------------------------------------
-    def runs(
+    def list_runs(
         self, limit: int | None = None, offset: int = 0, *, dataset: str | None = None, status: str | None = None
     ) -> S.Page[Any]:
         return self._call(
@@ -210,11 +225,11 @@ class Client:
             params={"limit": limit, "offset": offset, "dataset": dataset, "status": status},
         )
 
-    def run(self, run_id: str) -> Any:
+    def get_run(self, run_id: str) -> Any:
         return self._call(lambda: self.service.get_run(run_id), "GET", f"/runs/{_q(run_id)}", S.RunOut)
 
     # -- releases -----------------------------------------------------------------------------
-    def releases(
+    def list_releases(
         self, limit: int | None = None, offset: int = 0, *, name: str | None = None, state: str | None = None
     ) -> S.Page[Any]:
         return self._call(
@@ -232,7 +247,7 @@ class Client:
         except ValueError as exc:
             raise BadRequest(str(exc)) from exc
 
-    def release(self, ref: str) -> Any:
+    def get_release(self, ref: str) -> Any:
         name, tag = self._split(ref)
         return self._call(lambda: self.service.get_release(ref), "GET", f"/releases/{name}/{tag}", S.ReleaseOut)
 
@@ -283,15 +298,15 @@ class Client:
             json={"reason": reason},
         )
 
-    def manifest(self, ref: str) -> dict[str, Any]:
+    def get_manifest(self, ref: str) -> dict[str, Any]:
         name, tag = self._split(ref)
         return self._call(lambda: self.service.get_manifest(ref), "GET", f"/releases/{name}/{tag}/manifest", None)
 
-    def quality(self, ref: str) -> S.Quality:
+    def get_quality(self, ref: str) -> S.Quality:
         name, tag = self._split(ref)
         return self._call(lambda: self.service.get_quality(ref), "GET", f"/releases/{name}/{tag}/quality", S.Quality)
 
-    def replicas(self, ref: str, *, state: str | None = None) -> list[Any]:
+    def list_replicas(self, ref: str, *, state: str | None = None) -> list[Any]:
         """The release's copies, one per tier (``state="verified"``: the ones a reader may use)."""
         name, tag = self._split(ref)
         if self._http is None:
@@ -311,7 +326,7 @@ class Client:
             json=body,
         )
 
-    def reads(self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None) -> S.Page[Any]:
+    def list_reads(self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None) -> S.Page[Any]:
         """Which training jobs opened ``ref`` (one record per rank), newest first."""
         name, tag = self._split(ref)
         return self._call(
@@ -354,11 +369,19 @@ class Client:
         if uri is not None:
             return S.SourceReleases.model_validate(self._request("GET", "/sources/releases", params={"uri": uri}))
         assert dataset is not None
-        number = version if version is not None else self.dataset(dataset).latest_version
+        number = version if version is not None else self.get_dataset(dataset).latest_version
         if number is None:
             raise NotFound(f"dataset {dataset!r} has no versions")
-        path = f"/datasets/{_q(dataset)}/versions/{int(number)}/releases"
-        return S.SourceReleases.model_validate(self._request("GET", path))
+        return self.releases_containing_version(dataset, number)
+
+    def releases_containing_version(self, name: str, version: int) -> S.SourceReleases:
+        """Releases holding samples of dataset version ``name`` v``version``, with counts."""
+        return self._call(
+            lambda: self.service.source_releases(dataset=name, version=version),
+            "GET",
+            f"/datasets/{_q(name)}/versions/{int(version)}/releases",
+            S.SourceReleases,
+        )
 
     # -- dataset-level lineage ----------------------------------------------------------------
     def post_lineage_event(self, event: dict[str, Any]) -> S.EventAccepted:
@@ -385,7 +408,7 @@ class Client:
             json={"name": name, "role": role},
         )
 
-    def tokens(self) -> list[Any]:
+    def list_tokens(self) -> list[Any]:
         if self._http is None:
             return _translated(self.service.list_tokens)()
         return [S.TokenOut.model_validate(t) for t in self._request("GET", "/tokens")]
@@ -400,7 +423,7 @@ class Client:
     def iter_all(
         self, method: Callable[..., S.Page[Any]], *args: Any, page_size: int = 500, **kw: Any
     ) -> Iterator[Any]:
-        """Every item of a paginated list, e.g. ``client.iter_all(client.datasets)``."""
+        """Every item of a paginated list, e.g. ``client.iter_all(client.list_datasets)``."""
         offset = 0
         while True:
             page = method(*args, limit=page_size, offset=offset, **kw)
@@ -408,3 +431,18 @@ class Client:
             offset += len(page.items)
             if not page.items or offset >= page.total:
                 return
+
+    # the methods' former names (before their names became the API's operationIds), for one release
+    datasets = _Renamed("list_datasets")
+    dataset = _Renamed("get_dataset")
+    versions = _Renamed("list_versions")
+    version = _Renamed("get_version")
+    runs = _Renamed("list_runs")
+    run = _Renamed("get_run")
+    releases = _Renamed("list_releases")
+    release = _Renamed("get_release")
+    manifest = _Renamed("get_manifest")
+    quality = _Renamed("get_quality")
+    replicas = _Renamed("list_replicas")
+    reads = _Renamed("list_reads")
+    tokens = _Renamed("list_tokens")
