@@ -82,8 +82,8 @@ def deprecate_release(
     return service.deprecate_release(f"{name}@{tag}", (body or S.Deprecation()).reason, actor=who.name)
 
 
-@router.get("/releases/{name}/{tag}/manifest", response_model=dict[str, Any])
-def get_manifest(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> dict[str, Any]:
+@router.get("/releases/{name}/{tag}/manifest", response_model=S.Manifest)
+def get_manifest(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> S.Manifest:
     """Files with sizes and xxh3-128 checksums, row count, bytes, schema, quality summary."""
     return service.get_manifest(f"{name}@{tag}")
 

@@ -99,7 +99,7 @@ class ServiceSource:
             raise Unauthorized(f"{exc} (open_release: pass token= or set LINEAGE_SERVICE_TOKEN)") from exc
         if release.state != "published":
             log.warning("release %s is %s", ref, release.state)
-        manifest = self.client.get_manifest(ref)
+        manifest = self.client.get_manifest(ref).as_dict()
         if content_digest(manifest) != release.content_digest:
             raise ChecksumMismatch(
                 f"release {ref}: the manifest from {self.client.url or 'the service'} does not match the release's "

@@ -244,6 +244,93 @@ class ReadCreate(BaseModel):
         return self
 
 
+# -- the manifest ------------------------------------------------------------------------------
+class ManifestTable(BaseModel):
+    """A Delta table of the released version, and the Delta version pinned."""
+
+    table: str
+    delta_version: int
+
+
+class ManifestFile(BaseModel):
+    """One data file, its size and checksum as read back from storage at publish time."""
+
+    path: str
+    size: int
+    rows: int
+    xxh3_128: str
+
+
+class ManifestQuality(BaseModel):
+    """Per-step verdict counts and quarantine counts of the run that produced the version."""
+
+    steps: list[dict[str, Any]] = []
+    quarantine: dict[str, Any] = {}
+
+
+class RuleCount(BaseModel):
+    operator: str
+    rule: str
+    dropped: int
+    modified: int
+    failed: int
+
+
+class LengthBin(BaseModel):
+    """Texts whose length (characters) is in [from, to); ``to`` None: no upper bound."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+    from_: int = Field(alias="from")
+    to: int | None
+    count: int
+
+
+class SourceDrops(BaseModel):
+    source: str
+    kept: int
+    dropped: int
+    drop_rate: float
+
+
+class QcReport(BaseModel):
+    """The QC report computed at publish time (what the publish gate measures)."""
+
+    samples: int
+    rules: list[RuleCount]
+    length_histogram: list[LengthBin]
+    scripts: dict[str, float] = Field(description="Share of letters by script: han, latin, other.")
+    sources: list[SourceDrops]
+    exact_duplicate_rate: float
+    operators: list[str]
+    rule_sets: list[str]
+
+
+class Manifest(BaseModel):
+    """What a release pins: the tier, the Delta versions of its tables, the files with checksums, row
+    count, bytes, schema, quality counts and the QC report. Keys a newer server adds are kept."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+    format: int
+    dataset: str
+    dataset_version: int
+    tier: str
+    data: ManifestTable
+    lineage: ManifestTable
+    quarantine: ManifestTable
+    signatures: ManifestTable | None = None
+    row_count: int
+    bytes: int
+    schema_: dict[str, Any] = Field(alias="schema", description="The data table's Arrow schema (fields).")
+    files: list[ManifestFile]
+    quality: ManifestQuality = ManifestQuality()
+    run_id: str | None = None
+    qc: QcReport | None = Field(default=None, description="None in releases published before QC reports.")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest as stored (JSON keys), e.g. for :func:`lineage.releases.content_digest`."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
 class ReleaseResult(BaseModel):
     release: ReleaseOut  # type: ignore[valid-type]
     changed: bool = Field(description="False when the request was a no-op (same content already published).")

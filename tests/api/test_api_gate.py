@@ -79,7 +79,7 @@ def via_sdk(over_http: bool) -> Surface:
                     client.publish_release(ref, **body)
             except errors.GateFailed as exc:
                 return Outcome(exc.code, str(exc), exc.failures)
-            return Outcome(release=client.release(ref).model_dump(mode="json"))
+            return Outcome(release=client.get_release(ref).model_dump(mode="json"))
 
     return call
 
