@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from api import errors
 from api.routers import datasets, lineage, releases, runs, samples, system, tokens
@@ -18,6 +19,11 @@ from lineage.service.core import Service
 from lineage.settings import Settings, get_settings
 
 API_PREFIX = "/api/v1"
+
+
+def operation_id(route: APIRoute) -> str:
+    """An operation's id is its route function's name, which is the SDK method's (``list_datasets``)."""
+    return route.name
 
 
 def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
@@ -36,6 +42,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         version="1",
         lifespan=lifespan,
         responses=errors.ERROR_RESPONSES,
+        generate_unique_id_function=operation_id,
     )
     app.state.service = service
     errors.install(app)

@@ -1,6 +1,7 @@
-"""Every refusal is a 4xx JSON answer ``{"detail": "...", "code": "...", "request_id": "..."}``. A 5xx is
-the server's fault, logged with the request id: its configuration (a tier, a credential: 503, code
-``config``) or its stored data (``corrupt``) keeps its message; a bug is answered ``{"code": "internal"}``.
+"""Every refusal is a 4xx JSON answer ``{"detail": "...", "code": "...", "request_id": "..."}`` (a failed
+publish gate adds ``failures``: each condition with its measured value and limit). A 5xx is the server's
+fault, logged with the request id: its configuration (a tier, a credential: 503, code ``config``) or its
+stored data (``corrupt``) keeps its message; a bug is answered ``{"code": "internal"}``.
 
 Every response carries ``X-Request-ID``: the caller's, if it sent a well-formed one, else a fresh one.
 
@@ -20,13 +21,14 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy.exc import DataError, IntegrityError
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lineage.errors import Invalid, LineageError, rule_for, translate
+from lineage.errors import GateFailed, Invalid, LineageError, rule_for, translate
+from lineage.service.schemas import GateResult
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,9 @@ class ErrorOut(BaseModel):
     detail: str
     code: str | None = None  # stable and machine-readable, e.g. "release_conflict" (the table: lineage.errors)
     request_id: str | None = None  # as in the X-Request-ID header and the server's log
+    failures: list[GateResult] | None = Field(
+        default=None, description="With code gate_failed: each failed condition, its measured value and limit."
+    )
 
 
 ERROR_RESPONSES: dict[int | str, dict] = {
@@ -42,7 +47,11 @@ ERROR_RESPONSES: dict[int | str, dict] = {
     401: {"model": ErrorOut, "description": "No token, or an invalid or revoked one"},
     403: {"model": ErrorOut, "description": "The token's role is not enough"},
     404: {"model": ErrorOut, "description": "Not found"},
-    409: {"model": ErrorOut, "description": "Conflicts with what is recorded (e.g. a release with other content)"},
+    409: {
+        "model": ErrorOut,
+        "description": "Conflicts with what is recorded (e.g. a release with other content), or the publish "
+        "gate failed (code gate_failed, with failures)",
+    },
 }
 
 
@@ -100,6 +109,8 @@ def _answer(request: Request, exc: Exception) -> JSONResponse:
         log.error("%s on %s %s (request %s): %s", error.code, request.method, request.url.path, rid, error)
     headers = {"WWW-Authenticate": "Bearer"} if rule.status == 401 else None
     body: dict[str, Any] = {"detail": str(error), "code": error.code, "request_id": rid}
+    if isinstance(error, GateFailed):
+        body["failures"] = jsonable_encoder(error.failures)
     return JSONResponse(body, status_code=rule.status, headers=headers)
 
 

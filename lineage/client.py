@@ -1,20 +1,25 @@
 """The Python SDK: ``lineage.Client(url, token)`` talks to a server; ``lineage.Client()`` runs the
 same operations in-process through the service layer (no server needed).
 
-Both return the same pydantic models (:mod:`lineage.service.schemas`) and raise the same errors, with
-the same message: the classes of :mod:`lineage.errors` (``BadRequest`` is ``Invalid``; ``Unauthorized``,
-``Forbidden``, ``NotFound``, ``Conflict`` and their subclasses), chosen over HTTP by the body's ``code``.
-So code written against one works against the other.
+Both return the same pydantic models (:mod:`lineage.service.schemas`; in-process the service's own
+answer, over HTTP the JSON validated into the same model) and raise the same errors, with the same
+message: the classes of :mod:`lineage.errors` (``BadRequest`` is ``Invalid``; ``Unauthorized``,
+``Forbidden``, ``NotFound``, ``Conflict`` and their subclasses, e.g. ``GateFailed`` with its
+``failures``), chosen over HTTP by the body's ``code``. So code written against one works against the
+other. Each method is named as its HTTP operation's ``operationId`` (``list_datasets``, ``get_release``).
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from lineage import errors
+from lineage.errors import GateFailed
+from lineage.releases.qc import GateConfig
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError, Unauthorized
 from storage.names import parse_release_ref
@@ -23,9 +28,20 @@ if TYPE_CHECKING:
     from lineage.service.core import Service
     from lineage.settings import Settings
 
-__all__ = ["BadRequest", "Client", "Conflict", "Forbidden", "NotFound", "ServiceError", "Unauthorized"]
+__all__ = [
+    "BadRequest",
+    "Client",
+    "Conflict",
+    "Forbidden",
+    "GateConfig",
+    "GateFailed",
+    "NotFound",
+    "ServiceError",
+    "Unauthorized",
+]
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 def _q(part: str) -> str:
@@ -46,6 +62,36 @@ def _translated(fn: Callable[..., R]) -> Callable[..., R]:
             raise error from exc
 
     return wrapper
+
+
+class _Renamed:
+    """A method's former name: still works, with a DeprecationWarning naming the new one; ``convert``
+    turns the new method's answer into the old one's type (the manifest was a dict)."""
+
+    def __init__(self, new: str, convert: Callable[[Any], object] | None = None) -> None:
+        self.new = new
+        self.convert = convert
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.old = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> Callable[..., object]:
+        warnings.warn(f"Client.{self.old} is deprecated: use Client.{self.new}", DeprecationWarning, stacklevel=2)
+        method = getattr(obj if obj is not None else owner, self.new)
+        convert = self.convert
+        if convert is None or obj is None:
+            return method
+        return functools.wraps(method)(lambda *args, **kw: convert(method(*args, **kw)))
+
+
+def _gate_body(gate: GateConfig | dict[str, Any] | None, override_reason: str | None) -> dict[str, Any]:
+    """The gate fields of a release request body (JSON-ready; the service validates them)."""
+    body: dict[str, Any] = {}
+    if gate is not None:
+        body["gate"] = gate.model_dump() if isinstance(gate, GateConfig) else gate
+    if override_reason is not None:
+        body["override_reason"] = override_reason
+    return body
 
 
 class Client:
@@ -108,19 +154,22 @@ class Client:
             body = body if isinstance(body, dict) else {}
             detail, code = body.get("detail", response.text), body.get("code")
             cls = errors.error_class(code if isinstance(code, str) else None, response.status_code)
-            raise cls(detail if isinstance(detail, str) else str(detail))
+            message = detail if isinstance(detail, str) else str(detail)
+            if issubclass(cls, errors.GateFailed):  # the same failures list as in-process
+                raise cls(message, body.get("failures") or [])
+            raise cls(message)
         return response.json()
 
-    def _call(self, local: Callable[[], R], method: str, path: str, model: Any, **kw: Any) -> R:
+    def _call(self, local: Callable[[], R], method: str, path: str, model: type[R], **kw: Any) -> R:
+        """The service's answer in-process; over HTTP, the JSON answer validated into the same model."""
         if self._http is None:
             return _translated(local)()
-        data = self._request(method, path, **kw)
-        return model.model_validate(data) if model is not None else data
+        return model.model_validate(self._request(method, path, **kw))  # type: ignore[attr-defined]
 
     # -- datasets -----------------------------------------------------------------------------
-    def datasets(
+    def list_datasets(
         self, limit: int | None = None, offset: int = 0, *, tag: str | None = None, owner: str | None = None
-    ) -> S.Page[Any]:
+    ) -> S.Page[S.DatasetOut]:
         return self._call(
             lambda: self.service.list_datasets(limit, offset, tag=tag, owner=owner),
             "GET",
@@ -129,7 +178,7 @@ class Client:
             params={"limit": limit, "offset": offset, "tag": tag, "owner": owner},
         )
 
-    def dataset(self, name: str) -> Any:
+    def get_dataset(self, name: str) -> S.DatasetOut:
         return self._call(lambda: self.service.get_dataset(name), "GET", f"/datasets/{_q(name)}", S.DatasetOut)
 
     def update_dataset(
@@ -140,7 +189,7 @@ class Client:
         owner: str | None = None,
         license: str | None = None,  # noqa: A002 (the field's name)
         tags: list[str] | None = None,
-    ) -> Any:
+    ) -> S.DatasetOut:
         body = {
             k: v
             for k, v in {"description": description, "owner": owner, "license": license, "tags": tags}.items()
@@ -150,7 +199,7 @@ class Client:
             lambda: self.service.update_dataset(name, body), "PATCH", f"/datasets/{_q(name)}", S.DatasetOut, json=body
         )
 
-    def versions(self, name: str, limit: int | None = None, offset: int = 0) -> S.Page[Any]:
+    def list_versions(self, name: str, limit: int | None = None, offset: int = 0) -> S.Page[S.VersionOut]:
         return self._call(
             lambda: self.service.list_versions(name, limit, offset),
             "GET",
@@ -159,7 +208,7 @@ class Client:
             params={"limit": limit, "offset": offset},
         )
 
-    def version(self, name: str, version: int) -> Any:
+    def get_version(self, name: str, version: int) -> S.VersionOut:
         return self._call(
             lambda: self.service.get_version(name, version),
             "GET",
@@ -174,9 +223,9 @@ class Client:
         )
 
     # -- runs ---------------------------------------------------------------------------------
-    def runs(
+    def list_runs(
         self, limit: int | None = None, offset: int = 0, *, dataset: str | None = None, status: str | None = None
-    ) -> S.Page[Any]:
+    ) -> S.Page[S.RunOut]:
         return self._call(
             lambda: self.service.list_runs(limit, offset, dataset=dataset, status=status),
             "GET",
@@ -185,13 +234,13 @@ class Client:
             params={"limit": limit, "offset": offset, "dataset": dataset, "status": status},
         )
 
-    def run(self, run_id: str) -> Any:
+    def get_run(self, run_id: str) -> S.RunOut:
         return self._call(lambda: self.service.get_run(run_id), "GET", f"/runs/{_q(run_id)}", S.RunOut)
 
     # -- releases -----------------------------------------------------------------------------
-    def releases(
+    def list_releases(
         self, limit: int | None = None, offset: int = 0, *, name: str | None = None, state: str | None = None
-    ) -> S.Page[Any]:
+    ) -> S.Page[S.ReleaseOut]:
         return self._call(
             lambda: self.service.list_releases(limit, offset, name=name, state=state),
             "GET",
@@ -207,30 +256,45 @@ class Client:
         except ValueError as exc:
             raise BadRequest(str(exc)) from exc
 
-    def release(self, ref: str) -> Any:
+    def get_release(self, ref: str) -> S.ReleaseOut:
         name, tag = self._split(ref)
         return self._call(lambda: self.service.get_release(ref), "GET", f"/releases/{name}/{tag}", S.ReleaseOut)
 
     def create_release(
-        self, ref: str, *, dataset: str | None = None, version: int | None = None, draft: bool = False
+        self,
+        ref: str,
+        *,
+        dataset: str | None = None,
+        version: int | None = None,
+        draft: bool = False,
+        gate: GateConfig | dict[str, Any] | None = None,
+        override_reason: str | None = None,
     ) -> S.ReleaseResult:
-        """Publish ``ref`` (or record a draft). Same content again: ``changed`` is False; other content: Conflict."""
+        """Publish ``ref`` (or record a draft). Same content again: ``changed`` is False; other content: Conflict.
+
+        With ``gate``, failed conditions raise :class:`~lineage.errors.GateFailed` (``exc.failures``: each
+        condition with its measured value and limit) unless ``override_reason`` says why to publish anyway."""
         name, tag = self._split(ref)
         body = {"name": name, "tag": tag, "dataset": dataset, "version": version, "draft": draft}
+        body |= _gate_body(gate, override_reason)
         return self._call(
             lambda: self.service.create_release(body, actor=self.actor), "POST", "/releases", S.ReleaseResult, json=body
         )
 
     publish = create_release
 
-    def publish_release(self, ref: str) -> S.ReleaseResult:
-        """Publish a draft."""
+    def publish_release(
+        self, ref: str, *, gate: GateConfig | dict[str, Any] | None = None, override_reason: str | None = None
+    ) -> S.ReleaseResult:
+        """Publish a draft, through ``gate`` (default: the conditions recorded with the draft)."""
         name, tag = self._split(ref)
+        body = _gate_body(gate, override_reason)
         return self._call(
-            lambda: self.service.publish_release(ref, actor=self.actor),
+            lambda: self.service.publish_release(ref, body, actor=self.actor),
             "POST",
             f"/releases/{name}/{tag}/publish",
             S.ReleaseResult,
+            json=body or None,
         )
 
     def deprecate_release(self, ref: str, reason: str = "") -> S.ReleaseResult:
@@ -243,15 +307,16 @@ class Client:
             json={"reason": reason},
         )
 
-    def manifest(self, ref: str) -> dict[str, Any]:
+    def get_manifest(self, ref: str) -> S.Manifest:
+        """The manifest (``.as_dict()``: as stored, the keys :func:`lineage.releases.content_digest` reads)."""
         name, tag = self._split(ref)
-        return self._call(lambda: self.service.get_manifest(ref), "GET", f"/releases/{name}/{tag}/manifest", None)
+        return self._call(lambda: self.service.get_manifest(ref), "GET", f"/releases/{name}/{tag}/manifest", S.Manifest)
 
-    def quality(self, ref: str) -> S.Quality:
+    def get_quality(self, ref: str) -> S.Quality:
         name, tag = self._split(ref)
         return self._call(lambda: self.service.get_quality(ref), "GET", f"/releases/{name}/{tag}/quality", S.Quality)
 
-    def replicas(self, ref: str, *, state: str | None = None) -> list[Any]:
+    def list_replicas(self, ref: str, *, state: str | None = None) -> list[S.ReplicaOut]:
         """The release's copies, one per tier (``state="verified"``: the ones a reader may use)."""
         name, tag = self._split(ref)
         if self._http is None:
@@ -259,7 +324,7 @@ class Client:
         data = self._request("GET", f"/releases/{name}/{tag}/replicas", params={"state": state})
         return [S.ReplicaOut.model_validate(r) for r in data]
 
-    def record_read(self, ref: str, *, job: str, world_size: int, rank: int, host: str = "") -> Any:
+    def record_read(self, ref: str, *, job: str, world_size: int, rank: int, host: str = "") -> S.ReleaseReadOut:
         """Record that one rank of a training job opened ``ref`` (a usage record)."""
         name, tag = self._split(ref)
         body = {"job": job, "world_size": world_size, "rank": rank, "host": host}
@@ -271,7 +336,9 @@ class Client:
             json=body,
         )
 
-    def reads(self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None) -> S.Page[Any]:
+    def list_reads(
+        self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None
+    ) -> S.Page[S.ReleaseReadOut]:
         """Which training jobs opened ``ref`` (one record per rank), newest first."""
         name, tag = self._split(ref)
         return self._call(
@@ -314,11 +381,19 @@ class Client:
         if uri is not None:
             return S.SourceReleases.model_validate(self._request("GET", "/sources/releases", params={"uri": uri}))
         assert dataset is not None
-        number = version if version is not None else self.dataset(dataset).latest_version
+        number = version if version is not None else self.get_dataset(dataset).latest_version
         if number is None:
             raise NotFound(f"dataset {dataset!r} has no versions")
-        path = f"/datasets/{_q(dataset)}/versions/{int(number)}/releases"
-        return S.SourceReleases.model_validate(self._request("GET", path))
+        return self.releases_containing_version(dataset, number)
+
+    def releases_containing_version(self, name: str, version: int) -> S.SourceReleases:
+        """Releases holding samples of dataset version ``name`` v``version``, with counts."""
+        return self._call(
+            lambda: self.service.source_releases(dataset=name, version=version),
+            "GET",
+            f"/datasets/{_q(name)}/versions/{int(version)}/releases",
+            S.SourceReleases,
+        )
 
     # -- dataset-level lineage ----------------------------------------------------------------
     def post_lineage_event(self, event: dict[str, Any]) -> S.EventAccepted:
@@ -336,7 +411,7 @@ class Client:
         )
 
     # -- tokens and health --------------------------------------------------------------------
-    def create_token(self, name: str, role: str = "reader") -> Any:
+    def create_token(self, name: str, role: str = "reader") -> S.TokenCreated:
         return self._call(
             lambda: self.service.create_token(name, role, actor=self.actor),
             "POST",
@@ -345,12 +420,12 @@ class Client:
             json={"name": name, "role": role},
         )
 
-    def tokens(self) -> list[Any]:
+    def list_tokens(self) -> list[S.TokenOut]:
         if self._http is None:
             return _translated(self.service.list_tokens)()
         return [S.TokenOut.model_validate(t) for t in self._request("GET", "/tokens")]
 
-    def revoke_token(self, token_id: int) -> Any:
+    def revoke_token(self, token_id: int) -> S.TokenOut:
         return self._call(lambda: self.service.revoke_token(token_id), "DELETE", f"/tokens/{int(token_id)}", S.TokenOut)
 
     def health(self) -> S.Health:
@@ -358,9 +433,10 @@ class Client:
         return self._call(lambda: self.service.health(auth_required=False), "GET", "/health", S.Health)
 
     def iter_all(
-        self, method: Callable[..., S.Page[Any]], *args: Any, page_size: int = 500, **kw: Any
-    ) -> Iterator[Any]:
-        """Every item of a paginated list, e.g. ``client.iter_all(client.datasets)``."""
+        self, method: Callable[..., S.Page[T]], *args: object, page_size: int = 500, **kw: object
+    ) -> Iterator[T]:
+        """Every item of a paginated list, page after page: ``client.iter_all(client.list_datasets, tag="en")``,
+        ``client.iter_all(client.list_versions, "debian-clean")``."""
         offset = 0
         while True:
             page = method(*args, limit=page_size, offset=offset, **kw)
@@ -368,3 +444,18 @@ class Client:
             offset += len(page.items)
             if not page.items or offset >= page.total:
                 return
+
+    # the methods' former names (before their names became the API's operationIds), for one release
+    datasets = _Renamed("list_datasets")
+    dataset = _Renamed("get_dataset")
+    versions = _Renamed("list_versions")
+    version = _Renamed("get_version")
+    runs = _Renamed("list_runs")
+    run = _Renamed("get_run")
+    releases = _Renamed("list_releases")
+    release = _Renamed("get_release")
+    manifest = _Renamed("get_manifest", S.Manifest.as_dict)  # a dict, as before
+    quality = _Renamed("get_quality")
+    replicas = _Renamed("list_replicas")
+    reads = _Renamed("list_reads")
+    tokens = _Renamed("list_tokens")

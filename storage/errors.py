@@ -66,7 +66,14 @@ class GateFailed(Conflict):
 
     def __init__(self, message: str, failures: Iterable[dict[str, Any]] = ()) -> None:
         super().__init__(message)
-        self.failures = list(failures)
+        self.failures = [dict(f) for f in failures]
+
+    @classmethod
+    def of(cls, failures: Iterable[dict[str, Any]]) -> GateFailed:
+        """The refusal for these failed conditions (``{condition, measured, limit, passed}`` each), one per line."""
+        failures = list(failures)
+        lines = [f"{f['condition']}: measured {f['measured']} (limit {f['limit']})" for f in failures]
+        return cls("publish gate failed:\n  " + "\n  ".join(lines), failures)
 
 
 class Unauthorized(LineageError):

@@ -118,3 +118,18 @@ def test_a_gate_config_it_refuses_is_one_invalid_line() -> None:
         "gate config: min_samples: Input should be a valid integer, unable to parse string as an integer; "
         "min_samplez: Extra inputs are not permitted"
     )
+
+
+def test_publishing_a_draft_goes_through_the_gate(version: None, settings: Settings, catalog: Catalog) -> None:
+    """Publishing the same content as a draft turns it published: the gate given applies then too (it
+    used to be skipped), and a failed one leaves the draft a draft."""
+    publish(catalog, settings, "qc@drafted", draft=True)
+    with pytest.raises(GateError) as err:
+        publish(catalog, settings, "qc@drafted", gate=GateConfig(min_samples=100))
+    assert [f["condition"] for f in err.value.failures] == ["min_samples"]
+    with catalog.session() as s:
+        assert get_release(s, "qc@drafted").state == "draft"
+    release, changed = publish(
+        catalog, settings, "qc@drafted", gate=GateConfig(min_samples=100), override_reason="ok", created_by="bob"
+    )
+    assert changed and release.state == "published" and release.gate["override"]["by"] == "bob"

@@ -14,13 +14,13 @@ router = APIRouter(tags=["lineage"], route_class=CallerFirstRoute)
 
 
 @router.post("/lineage", response_model=S.EventAccepted, status_code=201)
-def post_event(event: RunEvent, service: ServiceDep, _: Writer) -> S.EventAccepted:
+def post_lineage_event(event: RunEvent, service: ServiceDep, _: Writer) -> S.EventAccepted:
     """Accept an OpenLineage RunEvent from any producer."""
     return service.ingest_event(event)
 
 
 @router.get("/lineage", response_model=S.Graph)
-def get_graph(
+def lineage_graph(
     service: ServiceDep,
     _: Reader,
     node_id: Annotated[

@@ -52,7 +52,9 @@ def list_releases(
 )
 def create_release(body: S.ReleaseCreate, service: ServiceDep, who: Writer, response: Response) -> S.ReleaseResult:
     """Publish a dataset version as NAME@TAG (or record a draft). Idempotent for the same content
-    (200, ``changed: false``); refused with 409 for different content."""
+    (200, ``changed: false``); refused with 409 for different content. With ``gate``, failed conditions
+    are refused with 409 ``gate_failed`` and ``failures`` (each with its measured value and limit) unless
+    ``override_reason`` is given; the override is recorded with the caller and the time."""
     result = service.create_release(body, actor=who.name)
     if not result.changed:
         response.status_code = 200
@@ -65,9 +67,12 @@ def get_release(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> Any:
 
 
 @router.post("/releases/{name}/{tag}/publish", response_model=S.ReleaseResult)
-def publish_release(name: Name, tag: Tag, service: ServiceDep, who: Writer) -> S.ReleaseResult:
-    """Publish a draft (after checking its files still have the recorded content)."""
-    return service.publish_release(f"{name}@{tag}", actor=who.name)
+def publish_release(
+    name: Name, tag: Tag, service: ServiceDep, who: Writer, body: Annotated[S.ReleasePublish | None, Body()] = None
+) -> S.ReleaseResult:
+    """Publish a draft (after checking its files still have the recorded content), through the publish
+    gate: the body's conditions, else the draft's. Failed conditions: 409 ``gate_failed`` with ``failures``."""
+    return service.publish_release(f"{name}@{tag}", body, actor=who.name)
 
 
 @router.post("/releases/{name}/{tag}/deprecate", response_model=S.ReleaseResult)
@@ -77,8 +82,8 @@ def deprecate_release(
     return service.deprecate_release(f"{name}@{tag}", (body or S.Deprecation()).reason, actor=who.name)
 
 
-@router.get("/releases/{name}/{tag}/manifest", response_model=dict[str, Any])
-def get_manifest(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> dict[str, Any]:
+@router.get("/releases/{name}/{tag}/manifest", response_model=S.Manifest)
+def get_manifest(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> S.Manifest:
     """Files with sizes and xxh3-128 checksums, row count, bytes, schema, quality summary."""
     return service.get_manifest(f"{name}@{tag}")
 

@@ -96,19 +96,19 @@ class ServiceSource:
         from lineage.releases import content_digest
 
         try:
-            release = self.client.release(ref)
+            release = self.client.get_release(ref)
         except Unauthorized as exc:
             raise Unauthorized(f"{exc} (open_release: pass token= or set LINEAGE_SERVICE_TOKEN)") from exc
         if release.state != "published":
             log.warning("release %s is %s", ref, release.state)
-        manifest = self.client.manifest(ref)
+        manifest = self.client.get_manifest(ref).as_dict()
         if content_digest(manifest) != release.content_digest:
             raise ChecksumMismatch(
                 f"release {ref}: the manifest from {self.client.url or 'the service'} does not match the release's "
                 f"content digest {release.content_digest[:12]}"
             )
         # every state: a release whose only replica is corrupt must fail, not fall back to the manifest's table
-        replicas = [Location(r.tier, r.table_path, r.state, r.detail) for r in self.client.replicas(ref)]
+        replicas = [Location(r.tier, r.table_path, r.state, r.detail) for r in self.client.list_replicas(ref)]
         return manifest, release.content_digest, replicas
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:

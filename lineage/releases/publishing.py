@@ -3,11 +3,17 @@
 States: ``draft`` (recorded, not readable as published) → ``published`` → ``deprecated`` (still
 readable). Publishing the same content again is a no-op; other content under a recorded tag is
 refused (:class:`ReleaseConflict`).
+
+The publish gate (:func:`gate_record`) is applied whenever a release becomes published: by
+:func:`publish`, and when a draft is published (by :func:`publish_draft`, or by :func:`publish` of
+the same content). Every surface (CLI, HTTP, SDK) reaches it through these functions, so the
+conditions, the list of failed ones and the override record are the same everywhere.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -15,9 +21,9 @@ from sqlalchemy.exc import IntegrityError
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
 from lineage.catalog.queries import dataset_version, get_release, parse_ref
-from lineage.errors import ReleaseConflict
+from lineage.errors import GateFailed, ReleaseConflict
 from lineage.releases.manifest import build_manifest, content_digest
-from lineage.releases.qc import GateConfig, GateError, build_report, evaluate_gate
+from lineage.releases.qc import GateConfig, build_report, evaluate_gate
 from lineage.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -26,6 +32,36 @@ log = logging.getLogger(__name__)
 DRAFT, PUBLISHED, DEPRECATED = "draft", "published", "deprecated"
 # A live release may still be read: its files and pinned Delta versions are never deleted.
 LIVE_STATES = (PUBLISHED, DEPRECATED)
+
+
+def gate_record(
+    report: dict[str, Any],
+    gate: GateConfig | None,
+    *,
+    ref: str,
+    actor: str,
+    override_reason: str | None = None,
+    enforce: bool = True,
+) -> dict[str, Any] | None:
+    """What a release records of its gate: the conditions, each with its measured value and limit, and the
+    override (who, when, why) if failed conditions were overridden. None without a gate.
+
+    With ``enforce`` (a release becoming published), failed conditions refuse it (:class:`GateFailed`,
+    each named with its measured value) unless ``override_reason`` is given. A draft is recorded with
+    its results unenforced: the gate applies when it is published.
+    """
+    if gate is None:
+        return None
+    results = evaluate_gate(report, gate)
+    failures = [r for r in results if not r["passed"]]
+    record: dict[str, Any] = {"conditions": gate.model_dump(), "results": results, "override": None}
+    if not enforce or not failures:
+        return record
+    if not override_reason:
+        raise GateFailed.of(failures)
+    record["override"] = {"by": actor, "at": utcnow().isoformat(), "reason": override_reason}
+    log.warning("release %s published over a failed gate by %s: %s", ref, actor, override_reason)
+    return record
 
 
 def publish(
@@ -42,12 +78,14 @@ def publish(
 ) -> tuple[Release, bool]:
     """Publish ``ref``; returns (release, changed). Same content again: no-op. Different: refused.
 
-    With a ``gate``, failed conditions refuse the release (``GateError`` names each one with its
+    With a ``gate``, failed conditions refuse the release (:class:`GateFailed` names each one with its
     measured value) unless ``override_reason`` is given: the override is recorded with who and when.
-    ``draft=True`` records the release (pinned version, manifest, digest) without publishing it;
-    publishing the same content later turns the draft into a published release.
+    ``draft=True`` records the release (pinned version, manifest, digest, the gate's results) without
+    publishing it; publishing the same content later turns the draft into a published release, through
+    the gate given then or else the draft's.
     """
     name, tag = parse_ref(ref)
+    again = {"draft": draft, "created_by": created_by, "gate": gate, "override_reason": override_reason}
     try:
         with catalog.session() as s:
             dv = dataset_version(s, dataset or name, version)
@@ -55,18 +93,11 @@ def publish(
             digest = content_digest(manifest)
             existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
             if existing is not None:
-                return _publish_again(existing, digest, draft=draft, created_by=created_by)
+                return _publish_again(existing, digest, **again)
             manifest["qc"] = build_report(s, dv, settings)
-            gate_record = None
-            if gate is not None:
-                results = evaluate_gate(manifest["qc"], gate)
-                failures = [r for r in results if not r["passed"]]
-                if failures and not override_reason:
-                    raise GateError(failures)
-                gate_record = {"conditions": gate.model_dump(), "results": results, "override": None}
-                if failures:
-                    gate_record["override"] = {"by": created_by, "at": utcnow().isoformat(), "reason": override_reason}
-                    log.warning("release %s published over a failed gate by %s: %s", ref, created_by, override_reason)
+            record = gate_record(
+                manifest["qc"], gate, ref=ref, actor=created_by, override_reason=override_reason, enforce=not draft
+            )
             release = Release(
                 name=name,
                 tag=tag,
@@ -74,7 +105,7 @@ def publish(
                 content_digest=digest,
                 manifest=manifest,
                 created_by=created_by,
-                gate=gate_record,
+                gate=record,
                 state=DRAFT if draft else PUBLISHED,
             )
             release.dataset_version = dv
@@ -89,18 +120,25 @@ def publish(
             if existing is None:
                 raise  # another constraint: a bug, not this race
             log.info("release %s was recorded by a concurrent publish", ref)
-            return _publish_again(existing, digest, draft=draft, created_by=created_by)
+            return _publish_again(existing, digest, **again)
     return release, True
 
 
-def _publish_again(existing: Release, digest: str, *, draft: bool, created_by: str) -> tuple[Release, bool]:
+def _publish_again(
+    existing: Release,
+    digest: str,
+    *,
+    draft: bool,
+    created_by: str,
+    gate: GateConfig | None,
+    override_reason: str | None,
+) -> tuple[Release, bool]:
     """``publish`` of a release already recorded: same content is a no-op (or publishes the draft),
     other content is refused."""
     ref = existing.ref
     if existing.content_digest == digest:
         if existing.state == DRAFT and not draft:
-            existing.state, existing.published_at, existing.created_by = PUBLISHED, utcnow(), created_by
-            log.info("release %s: draft published", ref)
+            _publish_recorded_draft(existing, gate, override_reason, created_by)
             return existing, True
         log.info("release %s already recorded with the same content", ref)
         return existing, False
@@ -110,6 +148,20 @@ def _publish_again(existing: Release, digest: str, *, draft: bool, created_by: s
         f"content ({pinned.dataset.name} v{pinned.version}, digest {existing.content_digest[:12]}); "
         f"releases are immutable: publish a new tag"
     )
+
+
+def _publish_recorded_draft(
+    release: Release, gate: GateConfig | None, override_reason: str | None, created_by: str
+) -> None:
+    """A draft becomes published through the gate given now, or else the conditions recorded with it,
+    measured by the QC report recorded with it (its content was checked against the digest)."""
+    if gate is None and release.gate is not None:
+        gate = GateConfig.model_validate(release.gate["conditions"])
+    release.gate = gate_record(
+        release.manifest["qc"], gate, ref=release.ref, actor=created_by, override_reason=override_reason
+    )
+    release.state, release.published_at, release.created_by = PUBLISHED, utcnow(), created_by
+    log.info("release %s: draft published", release.ref)
 
 
 def primary_replica(release: Release, dv: DatasetVersion) -> Replica:
@@ -131,8 +183,17 @@ def primary_replica(release: Release, dv: DatasetVersion) -> Replica:
     )
 
 
-def publish_draft(catalog: Catalog, settings: Settings, ref: str, *, created_by: str = "local") -> tuple[Release, bool]:
-    """Publish an existing draft after checking its files still have the recorded content."""
+def publish_draft(
+    catalog: Catalog,
+    settings: Settings,
+    ref: str,
+    *,
+    created_by: str = "local",
+    gate: GateConfig | None = None,
+    override_reason: str | None = None,
+) -> tuple[Release, bool]:
+    """Publish an existing draft after checking its files still have the recorded content, through the
+    gate (``gate``, else the draft's own conditions; see :func:`gate_record`)."""
     with catalog.session() as s:
         release = get_release(s, ref)
         if release.state != DRAFT:
@@ -143,7 +204,7 @@ def publish_draft(catalog: Catalog, settings: Settings, ref: str, *, created_by:
         digest = content_digest(build_manifest(dv, s.get(Run, dv.run_id), settings))
         if digest != release.content_digest:
             raise ReleaseConflict(f"release {ref}: its files changed since the draft was recorded; refusing to publish")
-        release.state, release.published_at, release.created_by = PUBLISHED, utcnow(), created_by
+        _publish_recorded_draft(release, gate, override_reason, created_by)
         return release, True
 
 

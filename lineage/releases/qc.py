@@ -58,12 +58,9 @@ class GateConfig(BaseModel):
             raise Invalid(f"gate config: {validation_problems(exc)}") from None
 
 
-class GateError(GateFailed):
-    """Publishing refused: conditions failed (each named with its measured value)."""
-
-    def __init__(self, failures: list[dict[str, Any]]) -> None:
-        lines = [f"{f['condition']}: measured {f['measured']} (limit {f['limit']})" for f in failures]
-        super().__init__("publish gate failed:\n  " + "\n  ".join(lines), failures)
+GateError = GateFailed
+"""The gate's refusal is the errors tree's :class:`~lineage.errors.GateFailed` (one class; this name stays
+importable): ``GateFailed.of(failures)`` names each failed condition with its measured value and limit."""
 
 
 def _rule_table(lineage: Any) -> list[dict[str, Any]]:

@@ -83,20 +83,20 @@ class Service:
         return ds
 
     @staticmethod
-    def _dataset_out(s: Session, ds: Dataset) -> Any:
+    def _dataset_out(s: Session, ds: Dataset) -> S.DatasetOut:
         latest = s.scalar(select(func.max(DatasetVersion.version)).where(DatasetVersion.dataset_id == ds.id))
         count = s.scalar(select(func.count()).where(DatasetVersion.dataset_id == ds.id)) or 0
         return S.DatasetOut.model_validate({**_columns(ds), "latest_version": latest, "version_count": count})
 
     @staticmethod
-    def _version_out(s: Session, dv: DatasetVersion) -> Any:
+    def _version_out(s: Session, dv: DatasetVersion) -> S.VersionOut:
         refs = s.scalars(select(Release).where(Release.dataset_version_id == dv.id).order_by(Release.id))
         return S.VersionOut.model_validate(
             {**_columns(dv), "dataset": dv.dataset.name, "releases": [r.ref for r in refs]}
         )
 
     @staticmethod
-    def _release_out(_s: Session | None, r: Release) -> Any:
+    def _release_out(_s: Session | None, r: Release) -> S.ReleaseOut:
         dv = r.dataset_version
         return S.ReleaseOut.model_validate(
             {
@@ -115,7 +115,7 @@ class Service:
     # -- datasets -----------------------------------------------------------------------------
     def list_datasets(
         self, limit: int | None = None, offset: int = 0, *, tag: str | None = None, owner: str | None = None
-    ) -> S.Page[Any]:
+    ) -> S.Page[S.DatasetOut]:
         with self.catalog.session() as s:
             query = select(Dataset).order_by(Dataset.name)
             if owner is not None:
@@ -128,11 +128,11 @@ class Service:
                 self._page(s, query.where(Dataset.id.in_(tagged)), limit, offset, self._dataset_out)
             )
 
-    def get_dataset(self, name: str) -> Any:
+    def get_dataset(self, name: str) -> S.DatasetOut:
         with self.catalog.session() as s:
             return self._dataset_out(s, self._dataset(s, name))
 
-    def update_dataset(self, name: str, update: S.DatasetUpdate | dict[str, Any]) -> Any:
+    def update_dataset(self, name: str, update: S.DatasetUpdate | dict[str, Any]) -> S.DatasetOut:
         changes = S.parse_input(S.DatasetUpdate, update).model_dump(exclude_unset=True, exclude_none=True)
         with self.catalog.session() as s:
             ds = self._dataset(s, name)
@@ -141,13 +141,13 @@ class Service:
             s.flush()
             return self._dataset_out(s, ds)
 
-    def list_versions(self, name: str, limit: int | None = None, offset: int = 0) -> S.Page[Any]:
+    def list_versions(self, name: str, limit: int | None = None, offset: int = 0) -> S.Page[S.VersionOut]:
         with self.catalog.session() as s:
             ds = self._dataset(s, name)
             query = select(DatasetVersion).where(DatasetVersion.dataset_id == ds.id).order_by(DatasetVersion.version)
             return S.Page[S.VersionOut].model_validate(self._page(s, query, limit, offset, self._version_out))
 
-    def get_version(self, name: str, version: int) -> Any:
+    def get_version(self, name: str, version: int) -> S.VersionOut:
         with self.catalog.session() as s:
             return self._version_out(s, queries.dataset_version(s, name, version))
 
@@ -199,7 +199,7 @@ class Service:
         *,
         dataset: str | None = None,
         status: str | None = None,
-    ) -> S.Page[Any]:
+    ) -> S.Page[S.RunOut]:
         with self.catalog.session() as s:
             query = select(Run).order_by(Run.started_at.desc(), Run.id)
             if dataset is not None:
@@ -210,7 +210,7 @@ class Service:
                 self._page(s, query, limit, offset, lambda _s, r: S.RunOut.model_validate(r))
             )
 
-    def get_run(self, run_id: str) -> Any:
+    def get_run(self, run_id: str) -> S.RunOut:
         with self.catalog.session() as s:
             run = s.get(Run, run_id) if len(run_id) <= 36 else None
             if run is None:
@@ -225,7 +225,7 @@ class Service:
         *,
         name: str | None = None,
         state: str | None = None,
-    ) -> S.Page[Any]:
+    ) -> S.Page[S.ReleaseOut]:
         with self.catalog.session() as s:
             query = select(Release).order_by(Release.name, Release.tag)
             if name is not None:
@@ -234,12 +234,16 @@ class Service:
                 query = query.where(Release.state == state)
             return S.Page[S.ReleaseOut].model_validate(self._page(s, query, limit, offset, self._release_out))
 
-    def get_release(self, ref: str) -> Any:
+    def get_release(self, ref: str) -> S.ReleaseOut:
         with self.catalog.session() as s:
             return self._release_out(s, queries.get_release(s, ref))
 
     def create_release(self, body: S.ReleaseCreate | dict[str, Any], *, actor: str = "local") -> S.ReleaseResult:
-        """Publish (or, with ``draft``, only record) a release. Same content again: ``changed`` is False."""
+        """Publish (or, with ``draft``, only record) a release. Same content again: ``changed`` is False.
+
+        Through the publish gate if the body has one: failed conditions are :class:`~lineage.errors.GateFailed`
+        (each with its measured value and limit) unless ``override_reason`` says why to publish anyway;
+        the override is recorded with ``actor`` and the time."""
         req = S.parse_input(S.ReleaseCreate, body)
         with self.catalog.session() as s:  # NotFound here, before publishing reads its files
             queries.dataset_version(s, req.dataset or req.name, req.version)
@@ -251,11 +255,20 @@ class Service:
             version=req.version,
             created_by=actor,
             draft=req.draft,
+            gate=req.gate,
+            override_reason=req.override_reason,
         )
         return S.ReleaseResult(release=self.get_release(release.ref), changed=changed)
 
-    def publish_release(self, ref: str, *, actor: str = "local") -> S.ReleaseResult:
-        release, changed = releases.publish_draft(self.catalog, self.settings, ref, created_by=actor)
+    def publish_release(
+        self, ref: str, body: S.ReleasePublish | dict[str, Any] | None = None, *, actor: str = "local"
+    ) -> S.ReleaseResult:
+        """Publish a draft through the gate (``body.gate``, else the draft's own conditions), as
+        :meth:`create_release` does."""
+        req = S.parse_input(S.ReleasePublish, body or {})
+        release, changed = releases.publish_draft(
+            self.catalog, self.settings, ref, created_by=actor, gate=req.gate, override_reason=req.override_reason
+        )
         return S.ReleaseResult(release=self.get_release(release.ref), changed=changed)
 
     def deprecate_release(self, ref: str, reason: str = "", *, actor: str = "local") -> S.ReleaseResult:
@@ -263,16 +276,16 @@ class Service:
         log.info("release %s deprecated by %s", ref, actor)
         return S.ReleaseResult(release=self.get_release(release.ref), changed=changed)
 
-    def get_manifest(self, ref: str) -> dict[str, Any]:
+    def get_manifest(self, ref: str) -> S.Manifest:
         with self.catalog.session() as s:
-            return dict(queries.get_release(s, ref).manifest)
+            return S.Manifest.model_validate(queries.get_release(s, ref).manifest)
 
     def get_quality(self, ref: str) -> S.Quality:
-        quality = self.get_manifest(ref).get("quality") or {}
-        return S.Quality(release=ref, steps=quality.get("steps", []), quarantine=quality.get("quarantine", {}))
+        quality = self.get_manifest(ref).quality
+        return S.Quality(release=ref, steps=quality.steps, quarantine=quality.quarantine)
 
     # -- replicas and usage (what a training reader needs) --------------------------------------
-    def list_replicas(self, ref: str, *, state: str | None = None) -> list[Any]:
+    def list_replicas(self, ref: str, *, state: str | None = None) -> list[S.ReplicaOut]:
         """The release's copies, one per tier; a reader reads from the ``verified`` ones."""
         with self.catalog.session() as s:
             release = queries.get_release(s, ref)
@@ -282,7 +295,7 @@ class Service:
                 if state is None or r.state == state
             ]
 
-    def record_read(self, ref: str, body: S.ReadCreate | dict[str, Any], *, actor: str = "local") -> Any:
+    def record_read(self, ref: str, body: S.ReadCreate | dict[str, Any], *, actor: str = "local") -> S.ReleaseReadOut:
         """A usage record for one rank of a training job; ``actor`` is kept as who recorded it."""
         req = S.parse_input(S.ReadCreate, body)
         with self.catalog.session() as s:
@@ -292,7 +305,9 @@ class Service:
             )
             return S.ReleaseReadOut.model_validate({**_columns(read), "release": release.ref})
 
-    def list_reads(self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None) -> S.Page[Any]:
+    def list_reads(
+        self, ref: str, limit: int | None = None, offset: int = 0, *, job: str | None = None
+    ) -> S.Page[S.ReleaseReadOut]:
         """Which training jobs opened the release, newest first."""
         with self.catalog.session() as s:
             release = queries.get_release(s, ref)
@@ -354,16 +369,16 @@ class Service:
         return S.Graph.model_validate_json(self.lineage_graph_json(node_id, depth))
 
     # -- tokens -------------------------------------------------------------------------------
-    def create_token(self, name: str, role: str = "reader", *, actor: str = "local") -> Any:
+    def create_token(self, name: str, role: str = "reader", *, actor: str = "local") -> S.TokenCreated:
         if role not in auth.ROLES:
             raise BadRequest(f"unknown role {role!r}: use one of {', '.join(auth.ROLES)}")
         body = S.parse_input(S.TokenCreate, {"name": name, "role": role})
         return self.tokens.create(body.name, body.role, created_by=actor)
 
-    def list_tokens(self) -> list[Any]:
+    def list_tokens(self) -> list[S.TokenOut]:
         return self.tokens.list()
 
-    def revoke_token(self, token_id: int) -> Any:
+    def revoke_token(self, token_id: int) -> S.TokenOut:
         return self.tokens.revoke(token_id)
 
     def health(self, *, auth_required: bool) -> S.Health:

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from lineage.catalog import models
 from lineage.errors import Invalid
 from lineage.releases import usage
+from lineage.releases.qc import GateConfig
 from storage import names
 
 T = TypeVar("T")
@@ -84,11 +85,37 @@ class PinnedTable(BaseModel):
     delta_version: int
 
 
+class GateResult(BaseModel):
+    """One condition of the publish gate: what was measured, against which limit."""
+
+    condition: str = Field(description="e.g. min_samples, max_drop_rate_per_source[SOURCE], required_rule_set[NAME]")
+    measured: int | float | str
+    limit: int | float | str
+    passed: bool
+
+
+class GateOverride(BaseModel):
+    """Failed conditions published over: who (the authenticated caller), when and why."""
+
+    by: str
+    at: UtcDatetime
+    reason: str
+
+
+class GateRecord(BaseModel):
+    """What a release records of its publish gate (on a draft: results not yet enforced)."""
+
+    conditions: GateConfig
+    results: list[GateResult]
+    override: GateOverride | None = None
+
+
 ReleaseOut = derive(
     models.Release,
     "Release",
     exclude=("manifest",),
     extra={
+        "gate": (GateRecord | None, Field(default=None, description="The publish gate: conditions, results, override")),
         "ref": (str, ...),
         "dataset": (str, ...),
         "dataset_version": (int, ...),
@@ -155,6 +182,17 @@ class DatasetUpdate(BaseModel):
     tags: list[Annotated[Text, Field(max_length=200)]] | None = Field(default=None, max_length=100)
 
 
+OverrideReason = Annotated[
+    Text | None,
+    Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description="Publish although gate conditions failed: why (recorded with who and when).",
+    ),
+]
+
+
 class ReleaseCreate(BaseModel):
     """Pin a dataset version as NAME@TAG. ``draft`` records it without publishing."""
 
@@ -164,6 +202,19 @@ class ReleaseCreate(BaseModel):
     dataset: Name | None = Field(default=None, description="Dataset to release (default: name).")
     version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="Dataset version (default: latest).")
     draft: bool = False
+    gate: GateConfig | None = Field(
+        default=None,
+        description="Conditions to publish (a draft records their results; they apply when it is published).",
+    )
+    override_reason: OverrideReason = None
+
+
+class ReleasePublish(BaseModel):
+    """Publish a draft, through ``gate`` (default: the conditions recorded with the draft)."""
+
+    model_config = ConfigDict(extra="forbid")
+    gate: GateConfig | None = None
+    override_reason: OverrideReason = None
 
 
 class Deprecation(BaseModel):
@@ -191,6 +242,93 @@ class ReadCreate(BaseModel):
     def _rank_below_world_size(self) -> ReadCreate:
         usage.check_rank(self.rank, self.world_size)
         return self
+
+
+# -- the manifest ------------------------------------------------------------------------------
+class ManifestTable(BaseModel):
+    """A Delta table of the released version, and the Delta version pinned."""
+
+    table: str
+    delta_version: int
+
+
+class ManifestFile(BaseModel):
+    """One data file, its size and checksum as read back from storage at publish time."""
+
+    path: str
+    size: int
+    rows: int
+    xxh3_128: str
+
+
+class ManifestQuality(BaseModel):
+    """Per-step verdict counts and quarantine counts of the run that produced the version."""
+
+    steps: list[dict[str, Any]] = []
+    quarantine: dict[str, Any] = {}
+
+
+class RuleCount(BaseModel):
+    operator: str
+    rule: str
+    dropped: int
+    modified: int
+    failed: int
+
+
+class LengthBin(BaseModel):
+    """Texts whose length (characters) is in [from, to); ``to`` None: no upper bound."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+    from_: int = Field(alias="from")
+    to: int | None
+    count: int
+
+
+class SourceDrops(BaseModel):
+    source: str
+    kept: int
+    dropped: int
+    drop_rate: float
+
+
+class QcReport(BaseModel):
+    """The QC report computed at publish time (what the publish gate measures)."""
+
+    samples: int
+    rules: list[RuleCount]
+    length_histogram: list[LengthBin]
+    scripts: dict[str, float] = Field(description="Share of letters by script: han, latin, other.")
+    sources: list[SourceDrops]
+    exact_duplicate_rate: float
+    operators: list[str]
+    rule_sets: list[str]
+
+
+class Manifest(BaseModel):
+    """What a release pins: the tier, the Delta versions of its tables, the files with checksums, row
+    count, bytes, schema, quality counts and the QC report. Keys a newer server adds are kept."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+    format: int
+    dataset: str
+    dataset_version: int
+    tier: str
+    data: ManifestTable
+    lineage: ManifestTable
+    quarantine: ManifestTable
+    signatures: ManifestTable | None = None
+    row_count: int
+    bytes: int
+    schema_: dict[str, Any] = Field(alias="schema", description="The data table's Arrow schema (fields).")
+    files: list[ManifestFile]
+    quality: ManifestQuality = ManifestQuality()
+    run_id: str | None = None
+    qc: QcReport | None = Field(default=None, description="None in releases published before QC reports.")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest as stored (JSON keys), e.g. for :func:`lineage.releases.content_digest`."""
+        return self.model_dump(mode="json", by_alias=True)
 
 
 class ReleaseResult(BaseModel):

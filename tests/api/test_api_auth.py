@@ -80,11 +80,11 @@ def test_roles_reader_writer_admin(fresh: Service) -> None:
         assert call("POST", "/api/v1/lineage", None, json=event).status_code == 401
 
         with Client(srv.url, reader) as sdk:
-            assert sdk.datasets().total == 0
+            assert sdk.list_datasets().total == 0
             with pytest.raises(Forbidden):
                 sdk.create_release("x@y")
         with Client(srv.url) as anonymous, pytest.raises(Unauthorized):
-            anonymous.datasets()
+            anonymous.list_datasets()
 
         (reader_row,) = [t for t in fresh.list_tokens() if t.name == "r"]
         assert call("DELETE", f"/api/v1/tokens/{reader_row.id}", admin).status_code == 200

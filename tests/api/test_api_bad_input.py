@@ -173,7 +173,7 @@ def test_a_bug_is_a_500_with_a_request_id_and_a_log_line(
     logged = [r for r in caplog.records if r.name == "api.errors" and body["request_id"] in r.getMessage()]
     assert logged and logged[0].exc_info is not None and "a bug in get_dataset" in str(logged[0].exc_info[1])
     with pytest.raises(bug, match="a bug in get_dataset"):
-        Client(service=buggy).dataset("clean")
+        Client(service=buggy).get_dataset("clean")
 
 
 UNSET = "LINEAGE_TEST_UNSET_ACCESS_KEY"

@@ -10,7 +10,7 @@ from tests.api.conftest import ServerThread, World
 
 
 def test_datasets_versions_and_metadata(client: Client, world: World) -> None:
-    page = client.datasets()
+    page = client.list_datasets()
     assert page.total == 1 and page.offset == 0
     (ds,) = page.items
     assert (ds.name, ds.owner, ds.license, ds.tags, ds.latest_version) == (
@@ -20,25 +20,25 @@ def test_datasets_versions_and_metadata(client: Client, world: World) -> None:
         ["en", "test"],
         2,
     )
-    versions = client.versions("clean", limit=1)
+    versions = client.list_versions("clean", limit=1)
     assert versions.total == 2 and [v.version for v in versions.items] == [1]
-    second = client.versions("clean", limit=1, offset=1).items
+    second = client.list_versions("clean", limit=1, offset=1).items
     assert [v.version for v in second] == [2]
-    v1 = client.version("clean", 1)
+    v1 = client.get_version("clean", 1)
     assert v1.dataset == "clean" and v1.releases == ["clean@v1"] and v1.row_count == 3
     assert [f["name"] for f in v1.schema["fields"]][:3] == ["sample_id", "text", "content_hash"]
-    assert [v.version for v in client.iter_all(client.versions, "clean", page_size=1)] == [1, 2]
-    assert client.datasets(tag="en").total == 1 and client.datasets(tag="nope").total == 0
+    assert [v.version for v in client.iter_all(client.list_versions, "clean", page_size=1)] == [1, 2]
+    assert client.list_datasets(tag="en").total == 1 and client.list_datasets(tag="nope").total == 0
     with pytest.raises(NotFound, match="nope"):
-        client.dataset("nope")
+        client.get_dataset("nope")
     with pytest.raises(NotFound):
-        client.version("clean", 99)
+        client.get_version("clean", 99)
 
 
 def test_update_dataset_metadata(client: Client) -> None:
     updated = client.update_dataset("clean", description="Debian descriptions", tags=["en", "test"])
     assert updated.description == "Debian descriptions" and updated.owner == "data-team"
-    assert client.dataset("clean").description == "Debian descriptions"
+    assert client.get_dataset("clean").description == "Debian descriptions"
 
 
 def test_diff_between_versions_and_releases(client: Client) -> None:
@@ -66,12 +66,12 @@ def _refusal(call: object) -> errors.LineageError:
 @pytest.mark.parametrize(
     ("call", "code"),
     [
-        (lambda c: c.dataset("nope"), "not_found"),
-        (lambda c: c.version("clean", 99), "not_found"),
-        (lambda c: c.release("clean@missing"), "release_not_found"),
+        (lambda c: c.get_dataset("nope"), "not_found"),
+        (lambda c: c.get_version("clean", 99), "not_found"),
+        (lambda c: c.get_release("clean@missing"), "release_not_found"),
         (lambda c: c.create_release("clean@v1", version=2), "release_conflict"),
         (lambda c: c.create_release("ghost@v1"), "not_found"),
-        (lambda c: c.release("not a ref"), "bad_request"),
+        (lambda c: c.get_release("not a ref"), "bad_request"),
     ],
 )
 def test_a_refusal_is_the_same_class_and_message_in_process_and_over_http(
@@ -86,13 +86,13 @@ def test_a_refusal_is_the_same_class_and_message_in_process_and_over_http(
 
 
 def test_runs(client: Client, world: World) -> None:
-    runs = client.runs(dataset="clean")
+    runs = client.list_runs(dataset="clean")
     assert runs.total == 2 and {r.status for r in runs.items} == {"succeeded"}
-    run = client.run(runs.items[0].id)
+    run = client.get_run(runs.items[0].id)
     assert run.pipeline == "api-test" and run.counts["output_rows"] in (3, 4)
-    assert client.runs(status="failed").total == 0
+    assert client.list_runs(status="failed").total == 0
     with pytest.raises(NotFound):
-        client.run("no-such-run")
+        client.get_run("no-such-run")
 
 
 def test_release_lifecycle(client: Client, world: World) -> None:
@@ -103,18 +103,19 @@ def test_release_lifecycle(client: Client, world: World) -> None:
     assert not again.changed and again.release.id == first.release.id
     with pytest.raises(Conflict, match="different content"):
         client.create_release(f"clean@{tag}", version=2)
-    manifest = client.manifest(f"clean@{tag}")
-    assert manifest["row_count"] == 3
+    manifest = client.get_manifest(f"clean@{tag}")
+    assert manifest.row_count == 3
     pins = {kind: (t.tier, t.table, t.delta_version) for kind, t in first.release.tables.items()}
-    assert pins == {k: (manifest["tier"], manifest[k]["table"], manifest[k]["delta_version"]) for k in pins}
+    tables = {"data": manifest.data, "lineage": manifest.lineage, "quarantine": manifest.quarantine}
+    assert pins == {k: (manifest.tier, tables[k].table, tables[k].delta_version) for k in pins}
     assert sorted(pins) == ["data", "lineage", "quarantine"]
-    quality = client.quality(f"clean@{tag}")
+    quality = client.get_quality(f"clean@{tag}")
     assert [s["operator"] for s in quality.steps] == ["convert", "exact_dedupe", "quality"]
     assert quality.steps[1]["reasons"] == {"exact_duplicate": 1}
 
     draft = client.create_release(f"clean@{tag}-d", draft=True)
     assert draft.release.state == "draft"
-    assert client.releases(name="clean", state="draft").total >= 1
+    assert client.list_releases(name="clean", state="draft").total >= 1
     published = client.publish_release(f"clean@{tag}-d")
     assert published.changed and published.release.state == "published"
     assert not client.publish_release(f"clean@{tag}-d").changed
@@ -125,12 +126,12 @@ def test_release_lifecycle(client: Client, world: World) -> None:
     assert not client.deprecate_release(f"clean@{tag}").changed
     with pytest.raises(Conflict):
         client.publish_release(f"clean@{tag}")
-    assert client.release(f"clean@{tag}").state == "deprecated"
-    assert client.release(f"clean@{tag}").created_by == "local"
+    assert client.get_release(f"clean@{tag}").state == "deprecated"
+    assert client.get_release(f"clean@{tag}").created_by == "local"
     with pytest.raises(NotFound):
-        client.release("clean@missing")
+        client.get_release("clean@missing")
     with pytest.raises(BadRequest):
-        client.release("not a ref")
+        client.get_release("not a ref")
     with pytest.raises(NotFound):
         client.create_release("ghost@v1")
 
@@ -202,34 +203,34 @@ def test_our_runs_appear_in_the_dataset_graph(client: Client, world: World) -> N
 
 
 def test_replicas_and_usage_records(client: Client, world: World) -> None:
-    (primary,) = client.replicas("clean@v1")
+    (primary,) = client.list_replicas("clean@v1")
     assert (primary.release, primary.tier, primary.state, primary.primary) == ("clean@v1", "local", "verified", True)
-    assert primary.table_path == client.manifest("clean@v1")["data"]["table"]
-    assert primary.file_count == len(client.manifest("clean@v1")["files"]) and primary.verified_at is not None
-    assert [r.tier for r in client.replicas("clean@v1", state="verified")] == ["local"]
-    assert client.replicas("clean@v1", state="copying") == []
+    assert primary.table_path == client.get_manifest("clean@v1").data.table
+    assert primary.file_count == len(client.get_manifest("clean@v1").files) and primary.verified_at is not None
+    assert [r.tier for r in client.list_replicas("clean@v1", state="verified")] == ["local"]
+    assert client.list_replicas("clean@v1", state="copying") == []
 
     job = f"train-{'local' if client.local else 'http'}"
     for rank in (1, 0):
         record = client.record_read("clean@v1", job=job, world_size=2, rank=rank, host="gpu-7")
     assert (record.release, record.job, record.rank, record.recorded_by) == ("clean@v1", job, 0, "local")
-    reads = client.reads("clean@v1", job=job)
+    reads = client.list_reads("clean@v1", job=job)
     assert reads.total == 2 and [(r.rank, r.world_size, r.host) for r in reads.items] == [
         (0, 2, "gpu-7"),
         (1, 2, "gpu-7"),
     ]
-    assert [r.rank for r in client.reads("clean@v1", limit=1, offset=1, job=job).items] == [1]
-    assert client.reads("clean@v1").total >= 2 and client.reads("clean@v2", job=job).total == 0
+    assert [r.rank for r in client.list_reads("clean@v1", limit=1, offset=1, job=job).items] == [1]
+    assert client.list_reads("clean@v1").total >= 2 and client.list_reads("clean@v2", job=job).total == 0
 
     with pytest.raises(BadRequest, match="rank"):
         client.record_read("clean@v1", job=job, world_size=2, rank=2)
     with pytest.raises(BadRequest):
         client.record_read("clean@v1", job="", world_size=1, rank=0)
     for call in (
-        lambda: client.replicas("clean@nope"),
-        lambda: client.reads("clean@nope"),
+        lambda: client.list_replicas("clean@nope"),
+        lambda: client.list_reads("clean@nope"),
         lambda: client.record_read("clean@nope", job=job, world_size=1, rank=0),
     ):
         with pytest.raises(NotFound, match="clean@nope does not exist"):
             call()
-    assert client.reads("clean@v1", job=job).total == 2  # refused records left nothing behind
+    assert client.list_reads("clean@v1", job=job).total == 2  # refused records left nothing behind

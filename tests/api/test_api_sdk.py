@@ -17,12 +17,12 @@ def test_client_without_url_uses_the_service_in_process(settings: Settings, tmp_
     """No server: ``lineage.Client()`` reads the same catalog as the CLI (LINEAGE_HOME)."""
     client = lineage.Client()
     try:
-        assert client.local and client.datasets().total == 0
+        assert client.local and client.list_datasets().total == 0
         Runner(settings, client.service.catalog).run(spec(build_corpus(tmp_path / "raw")))
-        assert [d.name for d in client.datasets().items] == ["clean"]
+        assert [d.name for d in client.list_datasets().items] == ["clean"]
         published = client.create_release("clean@first")
         assert published.changed and published.release.created_by == "local"
-        assert client.release("clean@first").row_count == 3
+        assert client.get_release("clean@first").row_count == 3
         assert client.health().database == "sqlite"
         # the same refusal as over HTTP, and the same error class
         Runner(settings, client.service.catalog).run(spec(build_corpus(tmp_path / "raw2")))

@@ -89,14 +89,14 @@ def test_each_open_is_recorded_and_listed(served: Served) -> None:
         )
     lineage.open_release(REF, settings=served.settings, job="train-catalog")
     with Client(served.url, served.token) as sdk:
-        reads = sdk.reads(REF, job="train-http")
+        reads = sdk.list_reads(REF, job="train-http")
         assert [(r.rank, r.world_size, r.host, r.recorded_by) for r in reads.items] == [
             (1, 2, socket.gethostname(), "trainer"),
             (0, 2, socket.gethostname(), "trainer"),
         ]
-        (direct,) = sdk.reads(REF, job="train-catalog").items
+        (direct,) = sdk.list_reads(REF, job="train-catalog").items
         assert direct.recorded_by == getpass.getuser() and direct.release == REF
-        assert {"train-http", "train-catalog"} <= {r.job for r in sdk.iter_all(sdk.reads, REF)}
+        assert {"train-http", "train-catalog"} <= {r.job for r in sdk.iter_all(sdk.list_reads, REF)}
         with httpx.Client(base_url=f"{served.url}/api/v1") as http:  # the same list as plain JSON
             page = http.get(
                 "/releases/d/v1/reads",
@@ -115,7 +115,7 @@ def test_settings_give_the_service_url_and_token(served: Served, monkeypatch: py
     reader = lineage.open_release(REF, settings=configured, columns=["sample_id"], seed=3, batch_size=50, job="env")
     assert [b.column("sample_id").to_pylist() for b in reader] == batches(served, seed=3, batch_size=50)
     with Client(served.url, served.token) as sdk:
-        assert [r.recorded_by for r in sdk.reads(REF, job="env").items] == ["trainer"]
+        assert [r.recorded_by for r in sdk.list_reads(REF, job="env").items] == ["trainer"]
     # the configured token goes to the configured service only, not to another URL
     other = served.url.replace("127.0.0.1", "localhost")
     with pytest.raises(Unauthorized, match="authentication required"):
@@ -191,7 +191,7 @@ def test_replicas_come_from_the_service(served: Served, tmp_path: Path) -> None:
     )
     copy_release(served.service.catalog, with_copy, "d@copied", "warm")
     with Client(served.url, served.token) as sdk:
-        replicas = {r.tier: r for r in sdk.replicas("d@copied")}
+        replicas = {r.tier: r for r in sdk.list_replicas("d@copied")}
     assert replicas["warm"].state == "verified" and replicas["warm"].table_path == "releases/d/copied/data"
     reader = lineage.open_release(
         "d@copied", settings=with_copy, url=served.url, token=served.token, prefer_tier="warm"

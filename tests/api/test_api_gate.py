@@ -1,0 +1,175 @@
+"""The publish gate on every surface: the same conditions, the same refusal (code ``gate_failed`` and the
+same list of failed conditions with measured values and limits), the same override record (who, when,
+why), whether the release is created through the gate or published from a draft.
+
+Each surface is an adapter in ``SURFACES``: raw HTTP against a real uvicorn server, the SDK over HTTP,
+the SDK in-process. The CLI's adapter joins them as one more entry once the CLI calls the service.
+On SQLite and PostgreSQL (``world``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from lineage import errors
+from lineage.client import Client
+from tests.api.conftest import ServerThread, World
+
+GATE = {"min_samples": 100, "max_drop_rate_per_source": 0.0, "required_rule_sets": ["quality_c4"]}
+# clean v2 (``world``): 6 input rows, 4 kept; the exact duplicate and the short text dropped (2 of 6)
+FAILED = [
+    {"condition": "min_samples", "measured": 4, "limit": 100, "passed": False},
+    {"condition": "max_drop_rate_per_source[raw]", "measured": round(2 / 6, 6), "limit": 0.0, "passed": False},
+    {"condition": "required_rule_set[quality_c4]", "measured": "not applied", "limit": "applied", "passed": False},
+]
+REVIEWER = "reviewer"  # the writer token's name: who an override over HTTP is recorded as
+
+
+@dataclass
+class Outcome:
+    """What a surface answered: a refusal (its code, message and failures) or the release it shows."""
+
+    code: str | None = None
+    detail: str = ""
+    failures: list[dict[str, Any]] | None = None
+    release: dict[str, Any] | None = None
+
+
+@dataclass
+class Ctx:
+    world: World
+    server: ServerThread
+    token: str
+
+    def sdk(self, over_http: bool) -> Client:
+        return Client(self.server.url, token=self.token) if over_http else Client(service=self.world.service)
+
+
+Surface = Callable[[Ctx, str, str, dict[str, Any]], Outcome]  # (ctx, "create" | "publish", ref, body)
+
+
+def via_http(ctx: Ctx, verb: str, ref: str, body: dict[str, Any]) -> Outcome:
+    name, tag = ref.split("@")
+    path = "/releases" if verb == "create" else f"/releases/{name}/{tag}/publish"
+    body = {"name": name, "tag": tag, **body} if verb == "create" else body
+    headers = {"Authorization": f"Bearer {ctx.token}"}
+    answer = httpx.post(f"{ctx.server.url}/api/v1{path}", json=body, headers=headers, timeout=60)
+    if answer.status_code == 409:
+        refusal = answer.json()
+        return Outcome(refusal["code"], refusal["detail"], refusal.get("failures"))
+    assert answer.status_code in (200, 201), answer.text
+    shown = httpx.get(f"{ctx.server.url}/api/v1/releases/{name}/{tag}", headers=headers, timeout=60)
+    assert answer.json()["release"] == shown.json()
+    return Outcome(release=shown.json())
+
+
+def via_sdk(over_http: bool) -> Surface:
+    def call(ctx: Ctx, verb: str, ref: str, body: dict[str, Any]) -> Outcome:
+        with ctx.sdk(over_http) as client:
+            try:
+                if verb == "create":
+                    client.create_release(ref, **body)
+                else:
+                    client.publish_release(ref, **body)
+            except errors.GateFailed as exc:
+                return Outcome(exc.code, str(exc), exc.failures)
+            return Outcome(release=client.get_release(ref).model_dump(mode="json"))
+
+    return call
+
+
+SURFACES: dict[str, Surface] = {
+    "http": via_http,
+    "sdk-http": via_sdk(over_http=True),
+    "sdk-local": via_sdk(over_http=False),
+}
+ACTOR = {"http": REVIEWER, "sdk-http": REVIEWER, "sdk-local": "local"}
+
+
+@pytest.fixture(scope="module")
+def token(world: World) -> str:
+    """A writer token: from now on this module's server needs it (single-user mode ends)."""
+    return world.service.create_token(REVIEWER, "writer").token
+
+
+@pytest.fixture
+def ctx(world: World, server: ServerThread, token: str) -> Iterator[Ctx]:
+    yield Ctx(world, server, token)
+
+
+def _draft(ctx: Ctx, ref: str, gate: dict[str, Any] | None = None) -> None:
+    name, tag = ref.split("@")
+    body = {"name": name, "tag": tag, "draft": True, **({"gate": gate} if gate else {})}
+    assert ctx.world.service.create_release(body).release.state == "draft"
+
+
+@pytest.mark.parametrize("path", ["create", "publish_draft"])
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_failing_gate_is_refused_with_the_same_failed_conditions(ctx: Ctx, surface: str, path: str) -> None:
+    ref = f"clean@gate-{surface}-{path}"
+    if path == "publish_draft":
+        _draft(ctx, ref)
+    outcome = SURFACES[surface](ctx, "create" if path == "create" else "publish", ref, {"gate": GATE})
+    assert (outcome.code, outcome.failures) == ("gate_failed", FAILED)
+    assert outcome.detail.splitlines() == [
+        "publish gate failed:",
+        "  min_samples: measured 4 (limit 100)",
+        "  max_drop_rate_per_source[raw]: measured 0.333333 (limit 0.0)",
+        "  required_rule_set[quality_c4]: measured not applied (limit applied)",
+    ]
+    service = ctx.world.service
+    if path == "create":  # nothing recorded
+        with pytest.raises(errors.ReleaseNotFound):
+            service.get_release(ref)
+    else:  # still a draft
+        assert service.get_release(ref).state == "draft"
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_an_override_is_recorded_with_who_when_and_why(ctx: Ctx, surface: str) -> None:
+    ref = f"clean@override-{surface}"
+    before = datetime.now(UTC)
+    outcome = SURFACES[surface](ctx, "create", ref, {"gate": GATE, "override_reason": "small test corpus, reviewed"})
+    after = datetime.now(UTC)
+    assert outcome.code is None and outcome.release is not None
+    gate = outcome.release["gate"]
+    assert gate["conditions"] == {**GATE, "max_exact_duplicate_rate": None}
+    assert [r for r in gate["results"] if not r["passed"]] == FAILED
+    override = gate["override"]
+    assert (override["by"], override["reason"]) == (ACTOR[surface], "small test corpus, reviewed")
+    assert before <= datetime.fromisoformat(override["at"]) <= after
+    shown = ctx.world.service.get_release(ref)  # what every release show reads
+    assert shown.state == "published" and shown.created_by == ACTOR[surface]
+    assert shown.gate is not None and shown.gate.override is not None and shown.gate.override.by == ACTOR[surface]
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_draft_is_published_through_its_recorded_gate(ctx: Ctx, surface: str) -> None:
+    """A draft records its gate's results without enforcing them; publishing it (with no gate given)
+    applies the recorded conditions, and an override is recorded then, by whoever publishes."""
+    ref = f"clean@draft-gate-{surface}"
+    _draft(ctx, ref, GATE)
+    draft = ctx.world.service.get_release(ref)
+    assert draft.gate is not None and draft.gate.override is None
+    assert [r.model_dump() for r in draft.gate.results if not r.passed] == FAILED
+    refused = SURFACES[surface](ctx, "publish", ref, {})
+    assert (refused.code, refused.failures) == ("gate_failed", FAILED)
+    published = SURFACES[surface](ctx, "publish", ref, {"override_reason": "reviewed"})
+    assert published.release is not None and published.release["state"] == "published"
+    assert published.release["gate"]["override"]["by"] == ACTOR[surface]
+
+
+def test_a_passing_gate_publishes_and_records_its_results(ctx: Ctx) -> None:
+    with ctx.sdk(over_http=True) as client:
+        result = client.create_release("clean@gate-ok", gate={"min_samples": 1})
+    assert result.changed and result.release.gate is not None
+    assert [r.model_dump() for r in result.release.gate.results] == [
+        {"condition": "min_samples", "measured": 4, "limit": 1, "passed": True}
+    ]
+    assert result.release.gate.override is None
