@@ -97,7 +97,7 @@ BENCHES: dict[str, Bench] = {
     ),
     "api": Bench(
         "api.py",
-        ("--samples", "2000000", "--requests", "500", "--seconds", "8"),
+        ("--samples", "2000000", "--requests", "500", "--seconds", "6"),
         (
             Figure("api: lineage lookups/s, 1 client", _regex(r"1 client\(s\):.* ([\d.]+) requests/s")),
             Figure("api: lineage lookups/s, 8 clients", _regex(r"8 client\(s\):.* ([\d.]+) requests/s")),
@@ -115,7 +115,7 @@ BENCHES: dict[str, Bench] = {
     ),
     "reader": Bench(
         "reader.py",
-        ("--gb", "1.0", "--skip-ceph", "--rounds", "1"),
+        ("--gb", "0.5", "--skip-ceph", "--rounds", "1"),
         (
             Figure("reader: samples/s, 1 rank, cold", _reader_row(1, "cold", "ours_samples_per_s")),
             Figure("reader: samples/s, 1 rank, warm", _reader_row(1, "warm", "ours_samples_per_s")),
