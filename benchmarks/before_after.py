@@ -92,7 +92,7 @@ BENCHES: dict[str, Bench] = {
     ),
     "quality": Bench(
         "quality.py",
-        ("--docs", "4000"),
+        ("--docs", "16000"),
         (Figure("quality: ours docs/s", _regex(r"^ours\s*:\s*([\d,]+) docs/s")),),
     ),
     "api": Bench(
