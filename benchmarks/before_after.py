@@ -14,7 +14,11 @@ printed before and after every run.
 Usage::
 
     benchmarks/.venv/bin/python benchmarks/before_after.py --before cdcf9cf [--after HEAD] [--runs 3]
-        [--only minhash quality api reader]
+        [--only minhash quality api reader] [--from-logs]
+
+Each figure is a median over the runs; the ``same run`` ratios (ours over the baseline that the
+benchmark measures beside it) cancel most of the machine's load, which on 2 shared cores moves the
+absolute figures by 10-30% between runs.
 
 The sizes are smaller than each benchmark's defaults (see ``BENCHES``) so that 3 runs per side fit
 in an hour on 2 cores; the figures are for comparing the two sides, not for the targets. The script
@@ -82,18 +86,25 @@ class Bench:
     script: str
     args: tuple[str, ...]
     figures: tuple[Figure, ...]
+    own_script: bool = False  # this tree's script for both sides (it uses only public APIs): newer than "before"
 
 
 BENCHES: dict[str, Bench] = {
     "minhash": Bench(
         "minhash.py",
         ("--en-docs", "5000", "--rounds", "3"),
-        (Figure("minhash: ours docs/s", _regex(r"^\| ours \(numba[^|]*\|\s*([\d,]+)")),),
+        (
+            Figure("minhash: ours docs/s", _regex(r"^\| ours \(numba[^|]*\|\s*([\d,]+)")),
+            Figure("minhash: ours / datasketch, same run", _regex(r"^\| ours \(numba[^|]*\|[^|]*\|\s*([\d.]+)x")),
+        ),
     ),
     "quality": Bench(
         "quality.py",
         ("--docs", "16000"),
-        (Figure("quality: ours docs/s", _regex(r"^ours\s*:\s*([\d,]+) docs/s")),),
+        (
+            Figure("quality: ours docs/s", _regex(r"^ours\s*:\s*([\d,]+) docs/s")),
+            Figure("quality: ours / datatrove, same run", _regex(r"^speed-up\s*:\s*([\d.]+)x")),
+        ),
     ),
     "api": Bench(
         "api.py",
@@ -120,7 +131,18 @@ BENCHES: dict[str, Bench] = {
             Figure("reader: samples/s, 1 rank, cold", _reader_row(1, "cold", "ours_samples_per_s")),
             Figure("reader: samples/s, 1 rank, warm", _reader_row(1, "warm", "ours_samples_per_s")),
             Figure("reader: samples/s, 8 ranks, warm", _reader_row(8, "warm", "ours_samples_per_s")),
+            Figure("reader: ours / plain scan, 1 rank, warm, same run", _reader_row(1, "warm", "ratio")),
+            Figure("reader: ours / plain scan, 8 ranks, warm, same run", _reader_row(8, "warm", "ratio")),
         ),
+    ),
+    "reader_epoch": Bench(
+        "reader_epoch.py",
+        ("--gb", "0.5", "--epochs", "8"),
+        (
+            Figure("reader, one process: warm epoch CPU s", _regex(r"median CPU ([\d.]+) s"), higher_is_better=False),
+            Figure("reader, one process: warm epoch wall s", _regex(r"median wall ([\d.]+) s"), higher_is_better=False),
+        ),
+        own_script=True,
     ),
 }
 
@@ -147,7 +169,7 @@ def run_once(tree: Path, bench: Bench, log: Path) -> tuple[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, str(tree / "benchmarks" / bench.script), *bench.args],
+        [sys.executable, str((REPO if bench.own_script else tree) / "benchmarks" / bench.script), *bench.args],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -174,12 +196,21 @@ def which_lineage(tree: Path) -> str:
     return out.stdout.strip() or out.stderr.strip()
 
 
+def _fmt(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="the commit before the change")
     parser.add_argument("--after", default="HEAD")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", nargs="+", choices=sorted(BENCHES), default=list(BENCHES))
+    parser.add_argument(
+        "--from-logs",
+        action="store_true",
+        help="read the figures from the logs an earlier run of this script left (same refs and --runs)",
+    )
     parser.add_argument("--max-drop", type=float, default=None, help="fail if a figure worsens by more (0.05 = 5%%)")
     args = parser.parse_args()
 
@@ -201,7 +232,10 @@ def main() -> None:
                 log = sides[side] / "benchmarks" / ".work" / f"before_after-{name}-{side}-{run}.log"
                 log.parent.mkdir(parents=True, exist_ok=True)
                 load = os.getloadavg()[0]
-                out, seconds = run_once(sides[side], bench, log)
+                if args.from_logs:
+                    out, seconds = log.read_text().split("\n--- stderr ---\n", 1)[0], 0.0
+                else:
+                    out, seconds = run_once(sides[side], bench, log)
                 loads += [load, os.getloadavg()[0]]
                 values = {}
                 for fig in bench.figures:
@@ -210,7 +244,7 @@ def main() -> None:
                     except ValueError as exc:
                         sys.exit(f"{name} ({side}): cannot read {fig.name!r}: {exc}; output in {log}")
                     figures.setdefault(fig.name, {"before": [], "after": []})[side].append(values[fig.name])
-                shown = ", ".join(f"{k.split(': ', 1)[1]} {v:,.1f}" for k, v in values.items())
+                shown = ", ".join(f"{k.split(': ', 1)[1]} {_fmt(v)}" for k, v in values.items())
                 print(
                     f"{name} run {run + 1} {side:6}: {shown} ({seconds:.0f} s; load {load:.2f} -> "
                     f"{os.getloadavg()[0]:.2f})",
@@ -219,7 +253,10 @@ def main() -> None:
 
     print(f"\n## Before/after, median of {args.runs} runs per side, alternating sides\n")
     print(f"before {args.before}, after {args.after}; {os.cpu_count()} cores; 1-min load average over the runs")
-    print(f"{min(loads):.2f}-{max(loads):.2f} (median {statistics.median(loads):.2f}).\n")
+    if args.from_logs:
+        print("(figures read from the logs of an earlier run: its load averages are in its own output).\n")
+    else:
+        print(f"{min(loads):.2f}-{max(loads):.2f} (median {statistics.median(loads):.2f}).\n")
     print("| figure | before | after | change | better is |")
     print("|---|---:|---:|---:|---|")
     worst = 0.0
@@ -230,7 +267,7 @@ def main() -> None:
         worse = -change if by_name[name].higher_is_better else change
         worst = max(worst, worse)
         better = "higher" if by_name[name].higher_is_better else "lower"
-        print(f"| {name} | {before:,.1f} | {after:,.1f} | {change:+.1%} | {better} |")
+        print(f"| {name} | {_fmt(before)} | {_fmt(after)} | {change:+.1%} | {better} |")
     print(f"\nlargest worsening: {worst:.1%}")
     if args.max_drop is not None and worst > args.max_drop:
         sys.exit(f"a figure worsened by {worst:.1%} (> {args.max_drop:.0%})")
