@@ -72,3 +72,33 @@ def test_the_protected_cli_modules_are_the_ones_main_imports() -> None:
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     (cli,) = (c for c in contracts if c["id"] == "cli-commands")
     assert set(cli["protected_modules"]) == imported and cli["allowed_importers"] == ["lineage.cli.main"]
+
+
+def _test_imports(path: Path) -> list[str]:
+    """The ``tests.*`` modules a test file imports, other than the shared helpers in ``tests.support``
+    and the data builders in ``tests.data``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        found += [n for n in names if n.startswith("tests.") and not n.startswith(("tests.support", "tests.data"))]
+    return found
+
+
+def test_tests_mirror_the_packages_and_share_helpers_only_through_support() -> None:
+    """Each test directory is named for a package directory (or is ``api``/``support``/``data``), and a
+    test module never imports another test module or a conftest: shared code lives in tests/support."""
+    tests = ROOT / "tests"
+    for folder in sorted(p for p in tests.rglob("*") if p.is_dir() and p.name != "__pycache__"):
+        rel = folder.relative_to(tests)
+        if rel.parts[0] in ("support", "data", "api"):
+            continue
+        assert (ROOT / rel).is_dir(), f"tests/{rel} mirrors no package directory"
+    offenders = {str(p.relative_to(ROOT)): _test_imports(p) for p in tests.rglob("*.py")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_mirror_check_catches_a_cross_test_import(tmp_path: Path) -> None:
+    stray = tmp_path / "test_stray.py"
+    stray.write_text("from tests.conftest import write_jsonl\nfrom tests.support.helpers import corrupted\n")
+    assert _test_imports(stray) == ["tests.conftest"]

@@ -19,7 +19,7 @@ from lineage import errors
 from lineage.cli.app import guard
 from lineage.cli.main import build_app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 CLI = ROOT / "lineage" / "cli"
 # What `lineage --help` must not pay for (none of these is loaded by it today).
 HEAVY = ("sqlalchemy", "duckdb", "deltalake", "numba", "numpy", "pyarrow", "fastapi", "uvicorn", "pyspark", "ray")
