@@ -102,3 +102,52 @@ def test_the_mirror_check_catches_a_cross_test_import(tmp_path: Path) -> None:
     stray = tmp_path / "test_stray.py"
     stray.write_text("from tests.conftest import write_jsonl\nfrom tests.support.helpers import corrupted\n")
     assert _test_imports(stray) == ["tests.conftest"]
+
+
+MARKERS = ("# start-up:", "# extra:")  # what a lazy import keeps out of an import; the extra it guards
+
+
+def unexplained_local_imports(path: Path) -> list[int]:
+    """Lines of function-local imports in ``path`` with no ``# start-up: ...`` or ``# extra: ...``
+    comment on the import or above its block of imports."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    tree = ast.parse("\n".join(lines))
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    local = {node for f in functions for node in ast.walk(f) if isinstance(node, ast.Import | ast.ImportFrom)}
+    import_lines = {n for node in local for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+    unexplained = []
+    for node in sorted(local, key=lambda node: node.lineno):
+        n = node.lineno  # 1-based: lines[n - 1] is the import
+        explained = any(m in lines[n - 1] for m in MARKERS)
+        while not explained and n > 1:
+            n -= 1
+            text = lines[n - 1].strip()
+            if text.startswith(MARKERS):
+                explained = True
+            elif not (n in import_lines or text == "" or text.startswith("#")):
+                break
+        if not explained:
+            unexplained.append(node.lineno)
+    return unexplained
+
+
+def test_every_function_local_import_says_what_it_keeps_out() -> None:
+    """A lazy import exists only to keep a heavy module out of an import (``lineage --help``, an
+    HTTP-only client, a reader that never opens the catalog) or to guard an install extra, and says
+    which: the rest are top-level imports, so a hidden cycle cannot hide behind one."""
+    found = {
+        str(path.relative_to(ROOT)): lines
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if (lines := unexplained_local_imports(path))
+    }
+    assert found == {}
+
+
+def test_the_local_import_check_catches_an_unexplained_one(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "def f():\n    # start-up: DuckDB\n    import duckdb\n\n    import json\n    return duckdb, json\n\n"
+        "def g():\n    x = 1\n    import os\n    return os, x\n"
+    )
+    assert unexplained_local_imports(module) == [10]
