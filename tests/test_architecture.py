@@ -151,3 +151,55 @@ def test_the_local_import_check_catches_an_unexplained_one(tmp_path: Path) -> No
         "def g():\n    x = 1\n    import os\n    return os, x\n"
     )
     assert unexplained_local_imports(module) == [10]
+
+
+def module_cycles(graph) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """Strongly connected groups of more than one module in ``graph`` (a grimp ImportGraph)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm; the graph is small (~150 modules)
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = [stack.pop()]
+            while group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_no_module_imports_itself_back_counting_function_local_imports() -> None:
+    """The acyclic contract compares sibling packages; this compares every pair of modules, with the
+    imports inside functions counted (grimp reads every import statement of a module)."""
+    import grimp
+
+    assert module_cycles(grimp.build_graph(*PACKAGES)) == []
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_function_local_import(tmp_path: Path) -> None:
+    import grimp
+
+    package = tmp_path / "cyc"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from cyc import b\n")
+    (package / "b.py").write_text("def f():\n    from cyc import a\n    return a\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert module_cycles(grimp.build_graph("cyc", cache_dir=None)) == [["cyc.a", "cyc.b"]]
+    finally:
+        sys.path.remove(str(tmp_path))
