@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_jsonl
+from tests.support.helpers import write_jsonl
 
 pytestmark = pytest.mark.slow
 

@@ -7,6 +7,7 @@ costs one small query and does not import Alembic, which keeps the CLI's startup
 
 from __future__ import annotations
 
+import fcntl
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,7 +45,7 @@ def _current_revision(conn: Connection) -> str | None:
 
 
 def _alembic_config(conn: Connection):  # type: ignore[no-untyped-def]
-    from alembic.config import Config
+    from alembic.config import Config  # start-up: alembic, only when the schema is behind
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
@@ -59,8 +60,6 @@ def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
     if engine.dialect.name != "sqlite" or not database or database == ":memory:":
         yield
         return
-    import fcntl
-
     with open(f"{database}.migrate-lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -80,7 +79,7 @@ def upgrade(engine: Engine) -> None:
     with engine.connect() as conn:
         if _current_revision(conn) == HEAD:
             return
-    from alembic import command
+    from alembic import command  # start-up: alembic, only when the schema is behind
 
     with _sqlite_migration_lock(engine), engine.begin() as conn:
         if conn.dialect.name == "postgresql":

@@ -8,6 +8,7 @@ in the output. The gate compares it with a release config's conditions.
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 import duckdb
@@ -220,8 +221,6 @@ def histogram_svg(bars: list[tuple[str, float]], title: str, fmt: str = "{:,.0f}
 
 
 def report_html(ref: str, report: dict[str, Any], gate: dict[str, Any] | None) -> str:
-    from html import escape
-
     def bin_label(b: dict[str, Any]) -> str:
         return f"{b['from']}+" if b["to"] is None else f"{b['from']}–{b['to']}"
 

@@ -18,7 +18,7 @@ from lineage.client import Client, Forbidden, Unauthorized
 from lineage.service.auth import hash_token
 from lineage.service.core import Service
 from lineage.settings import Settings, get_settings
-from tests.api.conftest import BACKENDS, NetNs, ServerProcess, ServerThread, make_settings, server_env
+from tests.support.api_world import BACKENDS, NetNs, ServerProcess, ServerThread, make_settings, server_env
 
 
 @pytest.fixture(params=BACKENDS)

@@ -18,7 +18,7 @@ from lineage.runs import Runner
 from lineage.service.core import Service
 from lineage.settings import Settings, TierConfig
 from operators.schema import sample_id
-from tests.api.conftest import ServerThread, World, build_corpus, spec
+from tests.support.api_world import ServerThread, World, build_corpus, spec
 from tests.support.fixtures_postgres import free_port
 
 BAD_REQUESTS = [

@@ -19,7 +19,7 @@ import pytest
 
 from lineage import errors
 from lineage.client import Client
-from tests.api.conftest import ServerThread, World
+from tests.support.api_world import ServerThread, World
 
 GATE = {"min_samples": 100, "max_drop_rate_per_source": 0.0, "required_rule_sets": ["quality_c4"]}
 # clean v2 (``world``): 6 input rows, 4 kept; the exact duplicate and the short text dropped (2 of 6)

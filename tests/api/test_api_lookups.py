@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lineage.service.core import Service
-from tests.api.conftest import World
+from tests.support.api_world import World
 
 
 def test_pyarrow_and_duckdb_readers_agree(world: World) -> None:

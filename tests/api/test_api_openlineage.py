@@ -18,7 +18,7 @@ from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, H
 
 from api.app import create_app
 from lineage.service.core import Service
-from tests.api.conftest import BACKENDS, ServerThread, make_settings
+from tests.support.api_world import BACKENDS, ServerThread, make_settings
 
 PRODUCER = "https://example.com/tests"
 

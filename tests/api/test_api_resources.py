@@ -6,7 +6,7 @@ import pytest
 
 from lineage import errors
 from lineage.client import BadRequest, Client, Conflict, NotFound
-from tests.api.conftest import ServerThread, World
+from tests.support.api_world import ServerThread, World
 
 
 def test_datasets_versions_and_metadata(client: Client, world: World) -> None:

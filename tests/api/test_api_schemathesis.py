@@ -23,8 +23,8 @@ import pytest
 from api.app import create_app
 from lineage.runs import Runner
 from lineage.service.core import Service
-from tests.api.conftest import BACKENDS, ROOT, ServerThread, build_corpus, make_settings, server_env, spec
-from tests.conftest import write_jsonl
+from tests.support.api_world import BACKENDS, ROOT, ServerThread, build_corpus, make_settings, server_env, spec
+from tests.support.helpers import write_jsonl
 
 SEED = 20261201
 EXAMPLES = {"admin": 15, "anonymous": 8}  # per operation and phase

@@ -10,7 +10,7 @@ import lineage
 from lineage.client import Conflict
 from lineage.runs import Runner
 from lineage.settings import Settings
-from tests.api.conftest import build_corpus, spec
+from tests.support.api_world import build_corpus, spec
 
 
 def test_client_without_url_uses_the_service_in_process(settings: Settings, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from lineage.client import Client
 from lineage.service import schemas as S
-from tests.api.conftest import ServerThread, World
+from tests.support.api_world import ServerThread, World
 
 NOT_MODELS = {"close": type(None), "iter_all": None}  # iter_all yields the items of the pages it is given
 

@@ -25,8 +25,8 @@ from lineage.releases import ReleaseConflict, publish
 from lineage.runs import Runner
 from lineage.service.core import Service
 from lineage.settings import Settings
-from tests.api.conftest import BACKENDS, ServerThread, build_corpus, make_settings, spec
-from tests.conftest import write_jsonl
+from tests.support.api_world import BACKENDS, ServerThread, build_corpus, make_settings, spec
+from tests.support.helpers import write_jsonl
 from tests.support.publish_race import insert_barrier
 
 N = 4

@@ -1,4 +1,4 @@
-"""Builds the bad-input corpus that tests/operators/test_bad_inputs.py converts.
+"""Builds the bad-input corpus that tests/operators/convert/test_bad_inputs.py converts.
 
 The corpus is built at test time in a temporary folder (one case is a 20 MB line: nothing big is
 committed). Every case is a folder of files in which good records surround the bad ones, and the

@@ -37,7 +37,7 @@ from storage.delta import (
     version_files,
 )
 from storage.tier import Tier, get_tier, local_tier
-from tests.conftest import lineage_of, publish_records
+from tests.support.helpers import lineage_of, publish_records
 
 AGE = timedelta(days=60)
 # What an operator "tuning" a table would set, and what a table without properties gets anyway.

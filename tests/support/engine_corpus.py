@@ -7,7 +7,7 @@ import itertools
 import json
 from pathlib import Path
 
-from tests.conftest import write_jsonl
+from tests.support.helpers import write_jsonl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "data"
 

@@ -1,3 +1,5 @@
+"""The training reader in process: sharding, shuffling, resuming, verified reads and corruption."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -18,18 +20,8 @@ from lineage.catalog import Catalog, ReleaseRead
 from lineage.reader.release_reader import ReleaseReader
 from lineage.settings import Settings
 from storage.verified import SETTLE_NS, ChecksumMismatch
-from tests.conftest import CORRUPTIONS, corrupted, publish_records
-
-N = 301  # a prime: every world size leaves a remainder
-
-
-@pytest.fixture
-def release(tmp_path: Path, settings: Settings, catalog: Catalog) -> str:
-    """A release of N samples in several files of several small row groups."""
-    settings.parquet_row_group_rows = 16
-    settings.parquet_file_rows = 80
-    records = [{"id": i, "text": f"document number {i}"} for i in range(N)]
-    return publish_records(tmp_path, settings, catalog, records, "d@v1")
+from tests.support.helpers import CORRUPTIONS, corrupted
+from tests.support.reader_helpers import N, read_all
 
 
 def release_files(ref: str, settings: Settings, catalog: Catalog) -> list[Path]:
@@ -39,11 +31,6 @@ def release_files(ref: str, settings: Settings, catalog: Catalog) -> list[Path]:
     with catalog.session() as s:
         m = get_release(s, ref).manifest
     return [Path(settings.tier_config("local").root) / m["data"]["table"] / f["path"] for f in m["files"]]
-
-
-def read_all(ref: str, settings: Settings, **kw) -> list[str]:
-    reader = lineage.open_release(ref, settings=settings, columns=["sample_id"], **kw)
-    return [sid for batch in reader for sid in batch.column("sample_id").to_pylist()]
 
 
 def test_every_sample_once_equal_shares_and_order_independent_of_world_size(release: str, settings: Settings) -> None:
@@ -348,4 +335,4 @@ def test_import_lineage_reader_stays_light() -> None:
         "import sys, lineage.reader; heavy = [m for m in ('sqlalchemy', 'duckdb', 'deltalake', 'httpx', 'fastapi') "
         "if m in sys.modules]; assert not heavy, heavy"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[3])

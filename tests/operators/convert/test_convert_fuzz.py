@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from operators.convert.readers import _csv_condenser
-from tests.operators.test_convert import convert
+from tests.support.convert_harness import convert
 
 REASONS = {
     "invalid_json",

@@ -17,7 +17,7 @@ import pytest
 
 from operators.minhash import MinHashParams, dedupe, signature_batch
 
-SAMPLE = Path(__file__).parents[1] / "data" / "minhash_sample.jsonl"
+SAMPLE = Path(__file__).parents[2] / "data" / "minhash_sample.jsonl"
 
 
 def _shingles(text: str, cjk: bool, n: int = 5) -> set[str]:

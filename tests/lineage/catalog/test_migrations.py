@@ -17,7 +17,7 @@ from lineage.catalog import Catalog, Dataset, ReleaseRead
 from lineage.catalog.db import MIGRATIONS_DIR
 from lineage.catalog.migrations import HEAD
 from lineage.catalog.models import Base
-from tests.api.conftest import BACKENDS, make_settings
+from tests.support.api_world import BACKENDS, make_settings
 
 
 def test_head_constant_matches_the_migration_scripts() -> None:
@@ -108,7 +108,7 @@ def test_processes_opening_a_new_catalog_at_once_all_succeed(
 
     url = make_settings(tmp_path, backend, request).catalog_url or ""
     code = "import sys; from lineage.catalog import Catalog; Catalog(sys.argv[1]).dispose()"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])}
     procs = [
         subprocess.Popen([sys.executable, "-c", code, url], env=env, stderr=subprocess.PIPE, text=True)
         for _ in range(4)

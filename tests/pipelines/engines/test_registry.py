@@ -24,9 +24,9 @@ from lineage.settings import Settings
 from pipelines.engines import check_engine, get_engine
 from pipelines.spec import PipelineSpec
 from storage.tier import get_tier
-from tests.conftest import write_jsonl
+from tests.support.helpers import write_jsonl
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # Run first by the subprocess: from then on pyspark, ray and psycopg fail to import, as if not installed.
 BLOCK_EXTRAS = textwrap.dedent(

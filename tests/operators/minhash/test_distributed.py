@@ -25,7 +25,7 @@ from operators.minhash import (
     star_edges,
 )
 
-SAMPLE = Path(__file__).parents[1] / "data" / "minhash_sample.jsonl"
+SAMPLE = Path(__file__).parents[2] / "data" / "minhash_sample.jsonl"
 
 
 def test_staged_pipeline_matches_in_process_dedupe() -> None:

@@ -28,7 +28,7 @@ from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.links import TierLinkError, list_files, real_path
 from storage.tier import Tier, get_tier, local_tier
-from tests.conftest import write_jsonl
+from tests.support.helpers import write_jsonl
 
 SECRET = "root:x:0:0:root:/root:/bin/bash"
 

@@ -18,9 +18,9 @@ from lineage.releases.replicas import copy_release, move_release, verify_release
 from lineage.settings import Settings
 from storage.tier import Tier, get_tier
 from storage.verified import ChecksumMismatch
-from tests.conftest import CORRUPTIONS, corrupted
-from tests.replicas.conftest import replicas, sample_ids
 from tests.support.fixtures_ceph import CephS3
+from tests.support.helpers import CORRUPTIONS, corrupted
+from tests.support.replicas import replicas, sample_ids
 
 
 def test_copy_is_verified_self_contained_and_readable(

@@ -13,7 +13,7 @@ from lineage.releases.qc import GateConfig, GateError, evaluate_gate, report_htm
 from lineage.runs import Runner
 from lineage.settings import Settings
 from pipelines.spec import PipelineSpec
-from tests.conftest import write_jsonl
+from tests.support.helpers import write_jsonl
 
 LONG_EN = " ".join(f"word{i % 37} is part of a long enough English description" for i in range(12))
 LONG_ZH = "这是一个足够长的中文软件包描述，用于测试质量报告和发布门禁。" * 4

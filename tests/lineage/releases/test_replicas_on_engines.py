@@ -22,9 +22,9 @@ from storage.checksum import file_digest
 from storage.tier import get_tier
 from storage.transfer import TransferError
 from storage.transfer_task import TierAccess
-from tests.replicas.conftest import replicas, sample_ids
 from tests.support.fixtures_ceph import CephS3
 from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
+from tests.support.replicas import replicas, sample_ids
 
 ENGINES = ("spark", "ray")
 FIXTURE = {"spark": "spark", "ray": "ray_runtime"}

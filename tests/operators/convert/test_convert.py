@@ -10,29 +10,10 @@ import pytest
 import zstandard
 
 from operators.convert import ConvertOperator, SourceSpec, plan_chunks
-from operators.lineage_records import LINEAGE_SCHEMA
-from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA, content_hash, sample_id
+from operators.schema import content_hash, sample_id
 from storage.tier import local_tier
-from tests.conftest import write_jsonl
-
-
-def convert(root: Path, pattern: str, dataset: str = "ds", **params) -> tuple[pa.Table, pa.Table, pa.Table, dict]:
-    chunks = plan_chunks(SourceSpec(dataset, local_tier(root), pattern), 3)
-    op = ConvertOperator(params, run_id="run-1")
-    samples, lineage, quarantine, stats = [], [], [], {}
-    for batch in chunks.to_batches():
-        for out in op.read(batch):
-            samples.append(out.samples)
-            lineage.append(out.lineage)
-            quarantine.append(out.quarantine)
-            for k, v in out.stats.items():
-                stats[k] = stats.get(k, 0) + v
-    return (
-        pa.Table.from_batches(samples, SAMPLE_SCHEMA),
-        pa.Table.from_batches(lineage, LINEAGE_SCHEMA),
-        pa.Table.from_batches(quarantine, QUARANTINE_SCHEMA),
-        stats,
-    )
+from tests.support.convert_harness import convert
+from tests.support.helpers import write_jsonl
 
 
 def test_jsonl_samples_have_schema_provenance_and_meta(tmp_path: Path) -> None:

@@ -5,13 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
 
-import lineage
-from lineage.catalog import Catalog, Replica
-from lineage.releases import get_release
+from lineage.catalog import Catalog
 from lineage.settings import Settings, TierConfig
-from tests.conftest import publish_records
+from tests.support.helpers import publish_records
 
 
 @pytest.fixture
@@ -27,14 +24,3 @@ def release(tmp_path: Path, settings: Settings, catalog: Catalog) -> str:
     settings.parquet_row_group_rows = 20
     records = [{"id": i, "text": f"text of document {i} " * 20} for i in range(200)]
     return publish_records(tmp_path, settings, catalog, records, "d@v1")
-
-
-def replicas(catalog: Catalog, ref: str) -> dict[str, Replica]:
-    with catalog.session() as s:
-        release = get_release(s, ref)
-        return {r.tier: r for r in s.scalars(select(Replica).where(Replica.release_id == release.id))}
-
-
-def sample_ids(settings: Settings, ref: str, **kw) -> list[str]:
-    reader = lineage.open_release(ref, settings=settings, columns=["sample_id"], shuffle=False, **kw)
-    return [x for b in reader for x in b.column("sample_id").to_pylist()]

@@ -9,10 +9,10 @@ from torch.utils.data import DataLoader
 import lineage.reader.torch as reader_torch
 from lineage.reader.torch import ReleaseDataset
 from lineage.settings import Settings
-from tests.reader.test_open_release import N, read_all, release  # noqa: F401  (fixture)
+from tests.support.reader_helpers import N, read_all
 
 
-def test_dataloader_workers_split_the_rank_share_without_overlap(release: str, settings: Settings) -> None:  # noqa: F811
+def test_dataloader_workers_split_the_rank_share_without_overlap(release: str, settings: Settings) -> None:
     ds = ReleaseDataset(release, rank=0, world_size=1, settings=settings, columns=["sample_id"], seed=4)
     loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn")
     seen = [row["sample_id"] for row in loader]
@@ -20,7 +20,7 @@ def test_dataloader_workers_split_the_rank_share_without_overlap(release: str, s
     assert set(seen) <= set(read_all(release, settings, seed=4))
 
 
-def test_resume_in_process(release: str, settings: Settings) -> None:  # noqa: F811
+def test_resume_in_process(release: str, settings: Settings) -> None:
     ds = ReleaseDataset(release, settings=settings, columns=["sample_id"], seed=2)
     it = iter(ds)
     first = [next(it)["sample_id"] for _ in range(10)]
@@ -33,7 +33,7 @@ def test_resume_in_process(release: str, settings: Settings) -> None:  # noqa: F
 
 
 def test_a_worker_reads_as_one_of_its_nodes_ranks_times_workers_without_a_prefetch_thread(
-    release: str,  # noqa: F811
+    release: str,
     settings: Settings,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

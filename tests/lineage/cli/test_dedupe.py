@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 
 from lineage.cli.dedupe_files import dedupe_files
 from lineage.settings import Settings
-from tests.pipelines.test_minhash_pipeline import BASE, CHINESE, NEAR, OTHER
-from tests.test_cli import lineage
+from tests.support.cli import lineage
+from tests.support.minhash_texts import BASE, CHINESE, NEAR, OTHER
 
 
 def test_jsonl_gz_keeps_records_byte_for_byte_and_reports_duplicates(tmp_path: Path, settings: Settings) -> None:

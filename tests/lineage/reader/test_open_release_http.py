@@ -20,8 +20,8 @@ from lineage.releases import ReleaseNotFound, get_release
 from lineage.service.core import Service
 from lineage.settings import Settings
 from storage.verified import ChecksumMismatch
-from tests.api.conftest import BACKENDS, ServerThread, make_settings
-from tests.conftest import publish_records
+from tests.support.api_world import BACKENDS, ServerThread, make_settings
+from tests.support.helpers import publish_records
 
 N = 301  # a prime: every world size leaves a remainder
 REF = "d@v1"

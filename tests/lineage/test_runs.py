@@ -20,7 +20,7 @@ from pipelines.integrity import RunError
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier
-from tests.conftest import lineage_of, write_jsonl
+from tests.support.helpers import lineage_of, write_jsonl
 
 
 def spec_for(corpus: Path, output: str = "clean", operators: list[dict] | None = None) -> PipelineSpec:

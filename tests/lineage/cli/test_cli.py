@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from operators.schema import sample_id
-from tests.conftest import write_jsonl
-
-
-def lineage(home: Path, *args: str, check: bool = True, **env_vars: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LINEAGE_HOME": str(home), **env_vars}
-    result = subprocess.run([sys.executable, "-m", "lineage", *args], env=env, capture_output=True, text=True)
-    if check and result.returncode != 0:
-        raise AssertionError(f"lineage {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-    return result
+from tests.support.cli import lineage
+from tests.support.helpers import write_jsonl
 
 
 def test_ingest_run_publish_show_sample_export(corpus: Path, tmp_path: Path) -> None:

@@ -14,28 +14,8 @@ from operators.schema import sample_id
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier
-from tests.conftest import lineage_of, write_jsonl
-
-BASE = (
-    "The GNU Compiler Collection is a compiler system produced by the GNU Project supporting various "
-    "programming languages hardware architectures and operating systems. The Free Software Foundation "
-    "distributes GCC as free software under the GNU General Public License and it is a key component "
-    "of the GNU toolchain and the standard compiler for most projects related to GNU and the Linux kernel. "
-    "With roughly fifteen million lines of code in 2019 GCC is one of the biggest free programs in existence. "
-    "It has played an important role in the growth of free software as both a tool and an example. When it "
-    "was first released in 1987 by Richard Stallman GCC 1.0 was named the GNU C Compiler since it only "
-    "handled the C programming language. It was extended to compile C++ in December of that year."
-)
-NEAR = BASE.replace("key component", "central component")  # one word changed: Jaccard well above 0.8
-OTHER = (
-    "curl is a command line tool and library for transferring data with URLs. It supports many protocols "
-    "including HTTP HTTPS FTP and more and is used in cars television sets routers printers and phones."
-)
-CHINESE = (
-    "这是一个用于测试近似重复检测的中文软件包描述，它包含足够多的汉字，以便按照字符五元组计算相似度。"
-    "该软件包提供了一个命令行工具和一个共享库，用于压缩和解压缩数据，支持多种常见的归档格式。"
-    "它被广泛用于操作系统的安装程序、备份工具以及网络传输，以减少存储空间和带宽的占用。"
-)
+from tests.support.helpers import lineage_of, write_jsonl
+from tests.support.minhash_texts import BASE, CHINESE, NEAR, OTHER
 
 
 def spec(path: Path, dataset: str, output: str, against: list[str] | None = None) -> PipelineSpec:

@@ -23,7 +23,7 @@ from lineage.settings import Settings
 from operators.convert import ConvertOperator, SourceSpec, plan_chunks
 from storage.tier import Tier, local_tier
 from tests.data.make_bad_inputs import READABLE_NAMES, REFUSED_NAMES, BadFile, Case, build
-from tests.operators.test_convert import convert
+from tests.support.convert_harness import convert
 
 
 @pytest.fixture(scope="module")
