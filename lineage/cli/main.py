@@ -26,13 +26,16 @@ def build_app() -> typer.Typer:
         dedupe.dedupe,
         gc.gc,
         datasets.datasets,
+        datasets.runs,
+        datasets.diff,
         demo.demo,
         serve.serve,
     ):
         app.command()(command)
 
-    releases = new_group(app, "release", "Publish, list and inspect releases (NAME@TAG).")
+    releases = new_group(app, "release", "Publish, list, inspect and deprecate releases (NAME@TAG).")
     releases.command("publish")(release.release_publish)
+    releases.command("deprecate")(release.release_deprecate)
     releases.command("report")(release.release_report)
     releases.command("list")(release.release_list)
     releases.command("show")(release.release_show)
