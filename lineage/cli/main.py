@@ -9,10 +9,13 @@ other module from importing a command module).
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from lineage.cli import datasets, dedupe, demo, export, gc, release, run, sample, serve, tier, tokens
-from lineage.cli.app import new_app, new_group
+from lineage.cli.app import new_app, new_group, report
+from lineage.errors import translate
 
 
 def build_app() -> typer.Typer:
@@ -56,5 +59,13 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
-    """The console script ``lineage`` and ``python -m lineage``."""
-    build_app()()
+    """The console script ``lineage`` and ``python -m lineage``. A refusal that escapes a verb's own
+    :func:`~lineage.cli.app.guard` (settings that do not load, a catalog that cannot be opened) is one line
+    and its exit code too; anything else is a bug and prints its traceback."""
+    try:
+        build_app()()
+    except Exception as exc:
+        error = translate(exc)
+        if error is None:
+            raise
+        sys.exit(report(error))
