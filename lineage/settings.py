@@ -155,8 +155,11 @@ class _TomlSource(PydanticBaseSettingsSource):
             return {}
         if not path.exists():
             raise ConfigError(f"LINEAGE_CONFIG points at {path}, which does not exist")
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        try:
+            with path.open("rb") as fh:
+                return tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"settings file {path} does not parse: {' '.join(str(exc).split())}") from None
 
 
 @lru_cache(maxsize=1)

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from lineage.catalog.migrations import HEAD
-from lineage.errors import MissingExtra
+from lineage.errors import ConfigError, MissingExtra
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +94,26 @@ def upgrade(engine: Engine) -> None:
         command.upgrade(cfg, "head")
 
 
+def _shown(url: str) -> str:
+    """The catalog URL for a message: its password hidden."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return repr(url)
+
+
+def _unusable_url(url: str, exc: Exception) -> str:
+    scheme = url.partition(":")[0]
+    hint = "; for PostgreSQL use postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE"
+    if scheme in ("postgres", "postgresql") or scheme.startswith("postgres+"):
+        return f"catalog URL {_shown(url)}: SQLAlchemy cannot use {scheme}:// ({exc}){hint}"
+    return f"catalog URL {_shown(url)} is not usable ({exc}); use sqlite:///PATH{hint}"
+
+
 class Catalog:
-    """A handle on one catalog database. Cheap to share; sessions are per unit of work."""
+    """A handle on one catalog database. Cheap to share; sessions are per unit of work. A URL SQLAlchemy
+    cannot use, or a database it cannot reach, is a :class:`~lineage.errors.ConfigError` naming the URL
+    (its password hidden): one line on every surface, not a driver's traceback."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url
@@ -103,11 +121,18 @@ class Catalog:
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         if url.startswith("postgresql+psycopg:"):  # the driver the [postgres] extra installs
             MissingExtra.require("psycopg", "postgres", "a PostgreSQL catalog")
-        self.engine: Engine = create_engine(url, future=True, pool_pre_ping=not url.startswith("sqlite"))
+        try:
+            self.engine: Engine = create_engine(url, future=True, pool_pre_ping=not url.startswith("sqlite"))
+        except (ArgumentError, ImportError) as exc:  # a URL SQLAlchemy cannot parse, or a dialect or driver it lacks
+            raise ConfigError(_unusable_url(url, exc)) from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         if migrate:
-            upgrade(self.engine)
+            try:
+                upgrade(self.engine)
+            except OperationalError as exc:  # refused, unreachable, bad credentials, a file it cannot open
+                reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+                raise ConfigError(f"cannot open the catalog {_shown(url)}: {reason}") from None
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @property

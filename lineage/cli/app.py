@@ -1,5 +1,10 @@
-"""What every ``lineage`` command shares: the root app's make-up, the consoles, settings and catalog,
-and :func:`guard`, which turns a refusal into one line and its exit code.
+"""What every ``lineage`` command shares: the root app's make-up (``--verbose``, ``--version``), the
+consoles, settings, the catalog and the service, and :func:`guard`, which turns a refusal into one line and
+its exit code.
+
+Commands that read or change the catalog call the service (:func:`open_service`), as the HTTP API and the
+SDK do, and print its models: as tables, or with ``--json`` as the model's JSON, the body the HTTP API
+answers (a refusal under ``--json`` prints the API's error body ``{detail, code}`` on stdout as well).
 
 The command modules import from here; :mod:`lineage.cli.main` builds the app and puts their verbs on
 it. Everything here is cheap to import: ``lineage --help`` imports it (and every command module), so
@@ -10,28 +15,48 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from lineage.errors import LineageError, exit_code, translate
+from lineage.errors import GateFailed, LineageError, exit_code, translate
 from lineage.settings import Settings, get_settings
+from lineage.version import code_version
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from lineage.catalog import Catalog
+    from lineage.service.core import Service
+    from lineage.service.schemas import Page
 
 T = TypeVar("T")
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print the service's answer as JSON (the HTTP API's body).")]
+"""The ``--json`` flag of every command that prints a service answer."""
 
 # Logs and CI output are not terminals: give tables room instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True)
 
 
-def _configure_logging(
+def _print_version(show: bool) -> None:
+    if show:
+        console.print(f"lineage-ledger {code_version()}", highlight=False)
+        raise typer.Exit()
+
+
+def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO level.")] = False,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
@@ -43,7 +68,7 @@ def new_app() -> typer.Typer:
     return typer.Typer(
         no_args_is_help=True,
         help="Versioned LLM training data with sample-level lineage.",
-        callback=_configure_logging,
+        callback=_root,
         pretty_exceptions_enable=False,  # an unexpected error prints a plain traceback, not pages of locals
     )
 
@@ -65,13 +90,60 @@ def open_catalog() -> Catalog:
     return Catalog(load_settings().catalog_url or "")
 
 
-def fail(error: LineageError) -> NoReturn:
-    """Print the error as one red line (for logs and grep) and exit with its code from the errors table."""
+@contextmanager
+def open_service() -> Iterator[Service]:
+    """The service over the configured catalog, closed afterwards: what every catalog command calls."""
+    from lineage.service.core import Service  # start-up: SQLAlchemy, DuckDB, deltalake
+
+    service = guard(lambda: Service(load_settings()))
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+def every(list_page: Callable[..., Page[T]], *args: Any, **kw: Any) -> Page[T]:
+    """All pages of a service list as one page (the CLI prints whole lists): the same JSON shape as one
+    page of the HTTP answer, with every item."""
+    from lineage.service.core import MAX_LIMIT  # start-up: SQLAlchemy, DuckDB, deltalake
+
+    items: list[T] = []
+    while True:
+        page = guard(partial(list_page, *args, limit=MAX_LIMIT, offset=len(items), **kw))
+        items += page.items
+        if not page.items or len(items) >= page.total:
+            return type(page)(items=items, total=len(items), limit=len(items), offset=0)
+
+
+def print_json(model: BaseModel) -> None:
+    """``--json``: the model as the HTTP API answers it (field aliases, ISO times)."""
+    console.print_json(model.model_dump_json(by_alias=True))
+
+
+def error_body(error: LineageError) -> dict[str, Any]:
+    """A refusal as the HTTP API's error body: ``detail`` and ``code``, and a failed gate's ``failures``."""
+    body: dict[str, Any] = {"detail": str(error), "code": error.code}
+    if isinstance(error, GateFailed):
+        body["failures"] = error.failures
+    return body
+
+
+def report(error: LineageError) -> int:
+    """Print the error as one red line (a failed gate: one more line per failed condition) and return its
+    exit code from the errors table."""
     err.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)
-    raise typer.Exit(exit_code(error))
+    return exit_code(error)
 
 
-def guard(action: Callable[[], T]) -> T:
+def fail(error: LineageError, *, as_json: bool = False) -> NoReturn:
+    """Refuse: :func:`report` the error (under ``--json`` also its :func:`error_body` on stdout) and exit
+    with its code."""
+    if as_json:
+        console.print_json(data=error_body(error))
+    raise typer.Exit(report(error))
+
+
+def guard(action: Callable[[], T], *, as_json: bool = False) -> T:
     """Run ``action``; a refusal becomes one clear line and the exit code of its class in
     :data:`lineage.errors.TABLE` instead of a traceback: the errors tree (classified by
     :func:`lineage.errors.translate`, as the API and the SDK do). Anything else is a bug and prints
@@ -82,4 +154,4 @@ def guard(action: Callable[[], T]) -> T:
         error = translate(exc)
         if error is None:
             raise
-        fail(error)
+        fail(error, as_json=as_json)

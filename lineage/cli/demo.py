@@ -31,12 +31,11 @@ def demo(
 
 
 def run_demo(settings: Settings, data_dir: Path | None = None) -> None:
-    # start-up: the catalog, the run, publishing and the service load SQLAlchemy, deltalake, DuckDB and numba
+    # start-up: the catalog, the run and the service load SQLAlchemy, deltalake, DuckDB and numba
     from lineage.catalog import Catalog
     from lineage.catalog.queries import dataset_version
-    from lineage.client import Client
-    from lineage.releases import publish
     from lineage.runs import Runner
+    from lineage.service.core import Service
     from pipelines.spec import PipelineSpec
 
     spec = PipelineSpec.load(EXAMPLES / "demo.toml")
@@ -51,18 +50,21 @@ def run_demo(settings: Settings, data_dir: Path | None = None) -> None:
     print_counts(outcome.counts)
     console.print(f"committed {outcome.dataset} v{outcome.version}: {outcome.row_count:,} samples")
 
+    service = Service(settings, catalog)
     console.rule(f"[bold]2. publish {RELEASE}")
+    name, tag = RELEASE.split("@")
     try:
-        release, created = publish(catalog, settings, RELEASE, version=outcome.version)
-        state = "published" if created else "already published with identical content (no-op)"
+        result = service.create_release({"name": name, "tag": tag, "version": outcome.version})
+        state = "published" if result.changed else "already published with identical content (no-op)"
     except Conflict as exc:  # an older demo published different content under this tag
         console.print(f"[yellow]{exc}[/]")
-        release, created = publish(catalog, settings, f"debian-clean@demo-v{outcome.version}", version=outcome.version)
+        result = service.create_release({"name": name, "tag": f"{tag}-v{outcome.version}", "version": outcome.version})
         state = "published"
-    m = release.manifest
+    release = result.release
+    m = service.get_manifest(release.ref)
     console.print(
-        f"{release.ref}: {state}; {m['row_count']:,} samples in {len(m['files'])} files, "
-        f"{m['bytes']:,} bytes, content digest {release.content_digest}"
+        f"{release.ref}: {state}; {m.row_count:,} samples in {len(m.files)} files, "
+        f"{m.bytes:,} bytes, content digest {release.content_digest}"
     )
 
     console.rule("[bold]3. lineage of an exact duplicate, a near-duplicate and a kept sample")
@@ -71,10 +73,9 @@ def run_demo(settings: Settings, data_dir: Path | None = None) -> None:
         dropped = example_sample_ids(dv, settings, verdict="dropped", operator="exact_dedupe")
         near = example_sample_ids(dv, settings, verdict="dropped", operator="minhash_dedupe")
         kept = example_sample_ids(dv, settings, verdict="kept", operator="quality")
-    client = Client(settings=settings)
     for sample_id in dropped + near + kept:
-        print_sample_lineage(client.sample_lineage(sample_id, dataset=outcome.dataset))
-    client.close()
+        print_sample_lineage(service.sample_lineage(sample_id, dataset=outcome.dataset))
+    service.close()
     console.print(
         "\nTry: lineage release show "
         + release.ref

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import Progress
 
-from lineage.cli.app import console, guard, load_settings, open_catalog
+from lineage.cli.app import console, guard, load_settings, open_catalog, open_service
+from lineage.cli.progress import bars
 
 
 def export(
@@ -19,8 +19,10 @@ def export(
     """Export a release's samples as JSONL or Parquet."""
     from lineage.releases.export import export_release  # start-up: SQLAlchemy, deltalake, DuckDB
 
-    with Progress(console=console, disable=not console.is_terminal) as progress:
-        task = progress.add_task(f"export {ref}", total=None)
+    with open_service() as service:  # the bar's total: the release's rows
+        total = guard(lambda: service.get_release(ref)).row_count
+    with bars(console) as progress:
+        task = progress.add_task(f"export {ref}", total=total)
         path, rows = guard(
             lambda: export_release(open_catalog(), load_settings(), ref, out, fmt, lambda n: progress.advance(task, n))
         )

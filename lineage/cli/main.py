@@ -9,10 +9,13 @@ other module from importing a command module).
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from lineage.cli import datasets, dedupe, demo, export, gc, release, run, sample, serve, tier, tokens
-from lineage.cli.app import new_app, new_group
+from lineage.cli.app import new_app, new_group, report
+from lineage.errors import translate
 
 
 def build_app() -> typer.Typer:
@@ -26,13 +29,16 @@ def build_app() -> typer.Typer:
         dedupe.dedupe,
         gc.gc,
         datasets.datasets,
+        datasets.runs,
+        datasets.diff,
         demo.demo,
         serve.serve,
     ):
         app.command()(command)
 
-    releases = new_group(app, "release", "Publish, list and inspect releases (NAME@TAG).")
+    releases = new_group(app, "release", "Publish, list, inspect and deprecate releases (NAME@TAG).")
     releases.command("publish")(release.release_publish)
+    releases.command("deprecate")(release.release_deprecate)
     releases.command("report")(release.release_report)
     releases.command("list")(release.release_list)
     releases.command("show")(release.release_show)
@@ -53,5 +59,13 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
-    """The console script ``lineage`` and ``python -m lineage``."""
-    build_app()()
+    """The console script ``lineage`` and ``python -m lineage``. A refusal that escapes a verb's own
+    :func:`~lineage.cli.app.guard` (settings that do not load, a catalog that cannot be opened) is one line
+    and its exit code too; anything else is a bug and prints its traceback."""
+    try:
+        build_app()()
+    except Exception as exc:
+        error = translate(exc)
+        if error is None:
+            raise
+        sys.exit(report(error))

@@ -1,4 +1,9 @@
-"""``lineage release publish/report/list/show/pin``: releases (NAME@TAG), their manifests and QC."""
+"""``lineage release publish/deprecate/report/list/show/pin``: releases (NAME@TAG), their manifests and QC.
+
+Publishing, deprecating, listing and showing are the service's operations (:mod:`lineage.service.core`),
+the ones the HTTP API and the SDK call: the same gate, the same refusals, the same models (``--json``
+prints them as the HTTP API answers them).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,61 @@ import getpass
 import tomllib
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from lineage.cli.app import console, guard, load_settings, open_catalog
+from lineage.cli.app import AsJson, console, every, fail, guard, open_catalog, open_service, print_json
 from lineage.cli.render import print_counts, print_qc
+from lineage.errors import Invalid, NotFound
+from storage.names import parse_release_ref
+
+if TYPE_CHECKING:
+    from lineage.releases.qc import GateConfig
+    from lineage.service.core import Service
+    from lineage.service.schemas import ReleaseResult
+
+
+def read_gate(path: Path) -> GateConfig:
+    """The ``[gate]`` table of a release config (or the whole file, if it has none); a file that does not
+    parse, or conditions the gate refuses, are :class:`~lineage.errors.Invalid` naming the file."""
+    from lineage.releases.qc import GateConfig  # start-up: the QC module loads deltalake and DuckDB
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return GateConfig.model_validate(data.get("gate", data))
+    except tomllib.TOMLDecodeError as exc:
+        raise Invalid(f"release config {path} does not parse: {' '.join(str(exc).split())}") from None
+    except Invalid as exc:
+        raise Invalid(f"release config {path}: {exc}") from None
+
+
+def _is_draft(service: Service, ref: str) -> bool:
+    try:
+        return service.get_release(ref).state == "draft"
+    except NotFound:
+        return False
+
+
+def _publish(
+    service: Service,
+    ref: str,
+    *,
+    dataset: str | None,
+    version: int | None,
+    draft: bool,
+    gate: GateConfig | None,
+    override_reason: str | None,
+) -> ReleaseResult:
+    """A recorded draft is published (through ``gate``, else its own conditions); anything else is created."""
+    name, tag = parse_release_ref(ref)
+    actor = getpass.getuser()
+    conditions: dict[str, Any] = {"gate": gate, "override_reason": override_reason}
+    if not draft and dataset is None and version is None and _is_draft(service, ref):
+        return service.publish_release(ref, conditions, actor=actor)
+    body = {"name": name, "tag": tag, "dataset": dataset, "version": version, "draft": draft, **conditions}
+    return service.create_release(body, actor=actor)
 
 
 def release_publish(
@@ -20,39 +73,54 @@ def release_publish(
     dataset: Annotated[str | None, typer.Option(help="Dataset to release (default: NAME).")] = None,
     version: Annotated[int | None, typer.Option(help="Dataset version (default: latest).")] = None,
     gate: Annotated[
-        Path | None, typer.Option(help="Release config (TOML) whose [gate] table lists publish conditions.")
+        Path | None,
+        typer.Option(
+            exists=True, dir_okay=False, help="Release config (TOML) whose [gate] table lists publish conditions."
+        ),
     ] = None,
     override: Annotated[str | None, typer.Option(help="Publish despite failed gate conditions; the reason.")] = None,
+    draft: Annotated[bool, typer.Option(help="Only record the release (and its gate's results).")] = False,
+    as_json: AsJson = False,
 ) -> None:
-    """Publish a dataset version as NAME@TAG (immutable; same content again is a no-op)."""
-    # start-up: publishing and the gate load SQLAlchemy, deltalake and DuckDB
-    from lineage.releases import publish
-    from lineage.releases.qc import GateConfig
-
-    config = None
-    if gate is not None:
-        data = tomllib.loads(gate.read_text(encoding="utf-8"))
-        config = guard(lambda: GateConfig.model_validate(data.get("gate", data)))
-    release, created = guard(
-        lambda: publish(
-            open_catalog(),
-            load_settings(),
-            ref,
-            dataset=dataset,
-            version=version,
-            gate=config,
-            override_reason=override,
-            created_by=getpass.getuser(),
+    """Publish a dataset version as NAME@TAG (immutable; same content again is a no-op). Publishing a
+    recorded draft publishes it, through --gate or else the conditions recorded with it."""
+    config = guard(lambda: read_gate(gate), as_json=as_json) if gate is not None else None
+    with open_service() as service:
+        result = guard(
+            lambda: _publish(
+                service, ref, dataset=dataset, version=version, draft=draft, gate=config, override_reason=override
+            ),
+            as_json=as_json,
         )
-    )
-    verb = "published" if created else "already published (same content), nothing to do:"
+    if as_json:
+        print_json(result)
+        return
+    release = result.release
+    if not result.changed:
+        verb = f"already {'recorded' if release.state == 'draft' else release.state} (same content), nothing to do:"
+    else:
+        verb = "recorded draft" if release.state == "draft" else "published"
     console.print(
-        f"[green]{verb}[/] {release.ref} -> {release.manifest['dataset']} "
-        f"v{release.manifest['dataset_version']} ({release.manifest['row_count']:,} samples, "
-        f"digest {release.content_digest[:12]})"
+        f"[green]{verb}[/] {release.ref} -> {release.dataset} v{release.dataset_version} "
+        f"({release.row_count:,} samples, digest {release.content_digest[:12]})"
     )
-    if created and release.gate and release.gate.get("override"):
-        console.print(f"[yellow]gate overridden[/]: {release.gate['override']['reason']}")
+    if result.changed and release.gate is not None and release.gate.override is not None:
+        console.print(f"[yellow]gate overridden[/]: {release.gate.override.reason}")
+
+
+def release_deprecate(
+    ref: Annotated[str, typer.Argument(help="NAME@TAG")],
+    reason: Annotated[str, typer.Option(help="Why (shown with the release).")] = "",
+    as_json: AsJson = False,
+) -> None:
+    """Deprecate a published release: it stays readable, and placement may move it to a cold tier."""
+    with open_service() as service:
+        result = guard(lambda: service.deprecate_release(ref, reason, actor=getpass.getuser()), as_json=as_json)
+    if as_json:
+        print_json(result)
+        return
+    ref = result.release.ref
+    console.print(f"deprecated {ref}" if result.changed else f"{ref} is already deprecated")
 
 
 def release_report(
@@ -60,72 +128,76 @@ def release_report(
     out: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
 ) -> None:
     """Write the release's QC report as a self-contained HTML page with charts."""
-    # start-up: SQLAlchemy; the QC module loads deltalake and DuckDB
-    from lineage.catalog.queries import get_release
-    from lineage.releases.qc import report_html
+    from lineage.releases.qc import report_html  # start-up: the QC module loads deltalake and DuckDB
 
-    with open_catalog().session() as s:
-        release = guard(lambda: get_release(s, ref))
-        html = report_html(release.ref, release.manifest["qc"], release.gate)
-    out.write_text(html, encoding="utf-8")
+    with open_service() as service:
+        release = guard(lambda: service.get_release(ref))
+        manifest = guard(lambda: service.get_manifest(ref))
+    if manifest.qc is None:
+        fail(NotFound(f"release {ref} has no QC report (it was published before QC reports)"))
+    gate = release.gate.model_dump(mode="json") if release.gate is not None else None
+    out.write_text(report_html(release.ref, manifest.qc.model_dump(mode="json", by_alias=True), gate), encoding="utf-8")
     console.print(f"wrote {out}")
 
 
-def release_list() -> None:
+def release_list(
+    name: Annotated[str | None, typer.Option(help="Only releases named NAME.")] = None,
+    state: Annotated[str | None, typer.Option(help="draft, published or deprecated: only those.")] = None,
+    as_json: AsJson = False,
+) -> None:
     """List releases."""
-    # start-up: SQLAlchemy
-    from sqlalchemy import select
-
-    from lineage.catalog import Release
-
+    with open_service() as service:
+        page = every(service.list_releases, name=name, state=state)
+    if as_json:
+        print_json(page)
+        return
     table = Table(title="Releases")
     for col in ("release", "dataset", "version", "samples", "state", "published"):
         table.add_column(col)
-    with open_catalog().session() as s:
-        for r in s.scalars(select(Release).order_by(Release.published_at)):
-            m = r.manifest
-            table.add_row(
-                r.ref,
-                m["dataset"],
-                str(m["dataset_version"]),
-                f"{m['row_count']:,}",
-                r.state,
-                r.published_at.strftime("%Y-%m-%d %H:%M"),
-            )
+    for r in page.items:
+        table.add_row(
+            r.ref,
+            r.dataset,
+            str(r.dataset_version),
+            f"{r.row_count:,}",
+            r.state,
+            r.published_at.strftime("%Y-%m-%d %H:%M"),
+        )
     console.print(table)
 
 
-def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")]) -> None:
-    """Show a release's manifest and quality summary."""
-    # start-up: SQLAlchemy
-    from lineage.catalog.queries import get_release, replicas_of
-    from lineage.releases.usage import last_used
-
-    with open_catalog().session() as s:
-        release = guard(lambda: get_release(s, ref))
-        m = release.manifest
-        console.print(f"[bold]{release.ref}[/] ({release.state}) digest {release.content_digest}")
+def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")], as_json: AsJson = False) -> None:
+    """Show a release's manifest, replicas, last use and quality summary."""
+    with open_service() as service:
+        release = guard(lambda: service.get_release(ref), as_json=as_json)
+        if as_json:
+            print_json(release)
+            return
+        manifest = guard(lambda: service.get_manifest(ref))
+        replicas = guard(lambda: service.list_replicas(ref))
+        reads = guard(lambda: service.list_reads(ref, limit=1))
+    console.print(f"[bold]{release.ref}[/] ({release.state}) digest {release.content_digest}")
+    console.print(
+        f"dataset {manifest.dataset} v{manifest.dataset_version} on tier {manifest.tier}: "
+        f"{manifest.row_count:,} samples, {manifest.bytes:,} bytes in {len(manifest.files)} files"
+    )
+    for kind, pinned in release.tables.items():
+        console.print(f"{kind} table {pinned.table} at Delta version {pinned.delta_version}")
+    files = Table(title="Files")
+    for col in ("path", "rows", "bytes", "xxh3-128"):
+        files.add_column(col)
+    for f in manifest.files:
+        files.add_row(f.path, f"{f.rows:,}", f"{f.size:,}", f.xxh3_128)
+    console.print(files)
+    for r in replicas:
+        when = r.verified_at.strftime("%Y-%m-%d %H:%M") if r.verified_at else "-"
         console.print(
-            f"dataset {m['dataset']} v{m['dataset_version']} on tier {m['tier']}: "
-            f"{m['row_count']:,} samples, {m['bytes']:,} bytes in {len(m['files'])} files"
+            f"replica on {r.tier}: {r.state}{' (primary)' if r.primary else ''}, {r.table_path}, verified {when}"
         )
-        for kind, (path, version) in release.dataset_version.pinned_tables.items():
-            console.print(f"{kind} table {path} at Delta version {version}")
-        files = Table(title="Files")
-        for col in ("path", "rows", "bytes", "xxh3-128"):
-            files.add_column(col)
-        for f in m["files"]:
-            files.add_row(f["path"], f"{f['rows']:,}", f"{f['size']:,}", f["xxh3_128"])
-        console.print(files)
-        for r in replicas_of(s, release):
-            when = r.verified_at.strftime("%Y-%m-%d %H:%M") if r.verified_at else "-"
-            console.print(
-                f"replica on {r.tier}: {r.state}{' (primary)' if r.primary else ''}, {r.table_path}, verified {when}"
-            )
-        used = last_used(s, release)
-        console.print(f"last used: {used:%Y-%m-%d %H:%M}" if used else "last used: never")
-        print_counts(m["quality"])
-        print_qc(m["qc"], release.gate)
+    used = reads.items[0].opened_at if reads.items else None  # reads come newest first
+    console.print(f"last used: {used:%Y-%m-%d %H:%M}" if used else "last used: never")
+    print_counts(manifest.quality.model_dump())
+    print_qc(manifest.qc, release.gate)
 
 
 def release_pin(

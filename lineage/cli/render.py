@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
 
 from lineage.cli.app import console
+
+if TYPE_CHECKING:
+    from lineage.service.schemas import GateRecord, QcReport
 
 
 def print_counts(counts: dict[str, Any]) -> None:
@@ -35,37 +38,39 @@ def print_counts(counts: dict[str, Any]) -> None:
         console.print(f"blank lines skipped: {counts['blank_lines']:,}")
 
 
-def print_qc(qc: dict[str, Any], gate: dict[str, Any] | None) -> None:
-    rules = Table(title="Quality rules")
-    for col in ("operator", "rule", "dropped", "modified", "failed"):
-        rules.add_column(col, justify="left" if col in ("operator", "rule") else "right")
-    for r in qc["rules"]:
-        rules.add_row(r["operator"], r["rule"], f"{r['dropped']:,}", f"{r['modified']:,}", f"{r['failed']:,}")
-    console.print(rules)
-    sources = Table(title="Drop rate per source")
-    for col in ("source", "kept", "dropped", "drop rate"):
-        sources.add_column(col, justify="left" if col == "source" else "right")
-    for src in qc["sources"]:
-        sources.add_row(src["source"], f"{src['kept']:,}", f"{src['dropped']:,}", f"{100 * src['drop_rate']:.2f}%")
-    console.print(sources)
-    lengths = ", ".join(
-        f"{b['from']}{'+' if b['to'] is None else '-' + str(b['to'])}: {b['count']:,}"
-        for b in qc["length_histogram"]
-        if b["count"]
-    )
-    console.print(f"length (chars): {lengths}")
-    console.print("scripts: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in qc["scripts"].items()))
-    console.print(
-        f"exact-duplicate rate: {100 * qc['exact_duplicate_rate']:.3f}%; rule sets: "
-        f"{', '.join(qc['rule_sets']) or 'none'}"
-    )
-    if gate:
-        for g in gate["results"]:
-            mark = "[green]pass[/]" if g["passed"] else "[red]FAIL[/]"
-            console.print(f"gate {escape(g['condition'])}: {g['measured']} (limit {g['limit']}) {mark}")
-        if gate.get("override"):
-            o = gate["override"]
-            console.print(f"gate overridden by {o['by']} at {o['at']}: {o['reason']}")
+def print_qc(qc: QcReport | None, gate: GateRecord | None) -> None:
+    """A release's QC report and its publish gate (the manifest's and the release's models)."""
+    if qc is None:
+        console.print("QC report: none (the release was published before QC reports)")
+    else:
+        rules = Table(title="Quality rules")
+        for col in ("operator", "rule", "dropped", "modified", "failed"):
+            rules.add_column(col, justify="left" if col in ("operator", "rule") else "right")
+        for r in qc.rules:
+            rules.add_row(r.operator, r.rule, f"{r.dropped:,}", f"{r.modified:,}", f"{r.failed:,}")
+        console.print(rules)
+        sources = Table(title="Drop rate per source")
+        for col in ("source", "kept", "dropped", "drop rate"):
+            sources.add_column(col, justify="left" if col == "source" else "right")
+        for src in qc.sources:
+            sources.add_row(src.source, f"{src.kept:,}", f"{src.dropped:,}", f"{100 * src.drop_rate:.2f}%")
+        console.print(sources)
+        lengths = ", ".join(
+            f"{b.from_}{'+' if b.to is None else '-' + str(b.to)}: {b.count:,}" for b in qc.length_histogram if b.count
+        )
+        console.print(f"length (chars): {lengths}")
+        console.print("scripts: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in qc.scripts.items()))
+        console.print(
+            f"exact-duplicate rate: {100 * qc.exact_duplicate_rate:.3f}%; "
+            f"rule sets: {', '.join(qc.rule_sets) or 'none'}"
+        )
+    if gate is not None:
+        for g in gate.results:
+            mark = "[green]pass[/]" if g.passed else "[red]FAIL[/]"
+            console.print(f"gate {escape(g.condition)}: {g.measured} (limit {g.limit}) {mark}")
+        if gate.override is not None:
+            o = gate.override
+            console.print(f"gate overridden by {escape(o.by)} at {o.at.isoformat()}: {escape(o.reason)}")
 
 
 def print_sample_lineage(found: Any) -> None:

@@ -7,11 +7,21 @@ from typing import Annotated
 
 import typer
 
-from lineage.cli.app import console, err, fail, guard, load_settings, open_catalog
+from lineage.cli.app import console, err, fail, guard, load_settings, open_catalog, open_service
 from lineage.cli.progress import transfer_progress
-from lineage.errors import Corrupt
+from lineage.errors import Corrupt, NotFound
 
 ENGINE_HELP = "local (threads in this process), spark or ray (a copy job on the configured cluster)."
+
+
+def _release_bytes(ref: str) -> int | None:
+    """The bar's total: the bytes of the release's files. None for a release the service does not find:
+    the copy then refuses it, after its own checks (the engine's extra first)."""
+    with open_service() as service:
+        try:
+            return service.get_manifest(ref).bytes
+        except NotFound:
+            return None
 
 
 def _replica_command(
@@ -21,9 +31,10 @@ def _replica_command(
 
     catalog, settings = open_catalog(), load_settings()
     limit = bandwidth_mb * 1e6 if bandwidth_mb else None
+    total = guard(lambda: _release_bytes(ref)) if action != "verify" else None
     with transfer_progress(console) as progress:
         where = "" if engine == "local" else f" on {engine}"
-        task = progress.add_task(f"{action} {ref} → {to}{where}", total=None)
+        task = progress.add_task(f"{action} {ref} → {to}{where}", total=total)
         advance = lambda n: progress.advance(task, n)  # noqa: E731
         kwargs = {"workers": workers, "bytes_per_s": limit, "on_bytes": advance, "engine": engine}
         if action == "copy":
@@ -32,6 +43,8 @@ def _replica_command(
             out = guard(lambda: replicas.move_release(catalog, settings, ref, to, **kwargs))
         else:
             out = guard(lambda: replicas.verify_release(catalog, settings, ref, to))
+        if action != "verify":  # files verified by an earlier copy were skipped: the bar ends at what was copied
+            progress.update(task, total=out.bytes_copied)
     if action == "verify":
         if out.problems:
             for path, problem in sorted(out.problems.items()):

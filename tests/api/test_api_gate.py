@@ -3,15 +3,21 @@ same list of failed conditions with measured values and limits), the same overri
 why), whether the release is created through the gate or published from a draft.
 
 Each surface is an adapter in ``SURFACES``: raw HTTP against a real uvicorn server, the SDK over HTTP,
-the SDK in-process. The CLI's adapter joins them as one more entry once the CLI calls the service.
-On SQLite and PostgreSQL (``world``).
+the SDK in-process, and the ``lineage`` command in a subprocess over the same catalog (``--json``: the
+HTTP API's bodies). On SQLite and PostgreSQL (``world``).
 """
 
 from __future__ import annotations
 
+import getpass
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -84,12 +90,44 @@ def via_sdk(over_http: bool) -> Surface:
     return call
 
 
+def via_cli(ctx: Ctx, verb: str, ref: str, body: dict[str, Any]) -> Outcome:
+    """``lineage release publish REF --gate FILE --override REASON --json`` (a recorded draft is published)."""
+    settings = ctx.world.settings
+    env = {**os.environ, "LINEAGE_HOME": str(settings.home), "LINEAGE_CATALOG_URL": settings.catalog_url or ""}
+    env.pop("LINEAGE_CONFIG", None)
+
+    def lineage(*args: str) -> subprocess.CompletedProcess[str]:
+        root = Path(__file__).resolve().parents[2]
+        return subprocess.run(
+            [sys.executable, "-m", "lineage", *args], cwd=root, env=env, capture_output=True, text=True
+        )
+
+    args = ["release", "publish", ref, "--json"]
+    if "gate" in body:
+        config = settings.home / f"gate-{ref.replace('@', '-')}.toml"
+        config.write_text("[gate]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in body["gate"].items()))
+        args += ["--gate", str(config)]
+    if "override_reason" in body:
+        args += ["--override", body["override_reason"]]
+    published = lineage(*args)
+    if published.returncode == errors.BY_CODE["gate_failed"].exit_code:
+        refusal = json.loads(published.stdout)
+        assert "Traceback" not in published.stderr and "publish gate failed:" in published.stderr
+        return Outcome(refusal["code"], refusal["detail"], refusal.get("failures"))
+    assert published.returncode == 0, published.stderr
+    shown = lineage("release", "show", ref, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(published.stdout)["release"] == json.loads(shown.stdout)
+    return Outcome(release=json.loads(shown.stdout))
+
+
 SURFACES: dict[str, Surface] = {
     "http": via_http,
     "sdk-http": via_sdk(over_http=True),
     "sdk-local": via_sdk(over_http=False),
+    "cli": via_cli,
 }
-ACTOR = {"http": REVIEWER, "sdk-http": REVIEWER, "sdk-local": "local"}
+ACTOR = {"http": REVIEWER, "sdk-http": REVIEWER, "sdk-local": "local", "cli": getpass.getuser()}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,64 @@
+"""Every failure a user can cause is one line on stderr and the exit code of its row in the errors table,
+never a traceback: a catalog that cannot be reached, a catalog URL SQLAlchemy cannot use, and a TOML file
+that does not parse (the settings file, a release config), each named in the line. Run as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lineage import errors
+from tests.support.fixtures_postgres import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
+CONFIG = errors.BY_CODE[errors.ConfigError.code].exit_code  # 12
+INVALID = errors.BY_CODE[errors.Invalid.code].exit_code  # 3
+
+
+def one_line_error(tmp_path: Path, *args: str, code: int, **env_vars: str) -> str:
+    """Run ``lineage ARGS``; it must exit with ``code`` and print exactly one ``error:`` line, no traceback."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LINEAGE_CONFIG", "LINEAGE_CATALOG_URL")}
+    env.update({"LINEAGE_HOME": str(tmp_path / "home"), **env_vars})
+    result = subprocess.run([sys.executable, "-m", "lineage", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == code and "Traceback" not in result.stderr, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("verb", [["datasets"], ["release", "list"], ["gc", "--dry-run"]])
+def test_an_unreachable_catalog_is_one_line(tmp_path: Path, verb: list[str]) -> None:
+    """A closed PostgreSQL port (through the service, and through a verb that opens the catalog itself)."""
+    port = free_port()  # nothing listens on it
+    url = f"postgresql+psycopg://lineage:s3cret@127.0.0.1:{port}/lineage"
+    line = one_line_error(tmp_path, *verb, code=CONFIG, LINEAGE_CATALOG_URL=url)
+    assert f"cannot open the catalog postgresql+psycopg://lineage:***@127.0.0.1:{port}/lineage" in line
+    assert "s3cret" not in line  # the password stays out of logs
+
+
+def test_a_postgres_url_says_which_url_to_use(tmp_path: Path) -> None:
+    """SQLAlchemy has no dialect named ``postgres`` (the name Heroku and libpq URLs use)."""
+    line = one_line_error(tmp_path, "datasets", code=CONFIG, LINEAGE_CATALOG_URL="postgres://u:pw@127.0.0.1/db")
+    assert "catalog URL postgres://u:***@127.0.0.1/db" in line and "use postgresql+psycopg://" in line
+
+
+def test_a_settings_file_that_does_not_parse_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "lineage.toml"
+    config.write_text('default_tier = "local"\ntiers = [\n')
+    line = one_line_error(tmp_path, "datasets", code=CONFIG, LINEAGE_CONFIG=str(config))
+    assert f"settings file {config} does not parse" in line
+
+
+def test_a_release_config_that_does_not_parse_or_is_refused_is_named(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[gate\nmin_samples = 1\n")
+    line = one_line_error(tmp_path, "release", "publish", "clean@v1", "--gate", str(broken), code=INVALID)
+    assert f"release config {broken} does not parse" in line
+    refused = tmp_path / "refused.toml"
+    refused.write_text('[gate]\nmin_samples = "many"\n')
+    line = one_line_error(tmp_path, "release", "publish", "clean@v1", "--gate", str(refused), code=INVALID)
+    assert f"release config {refused}: gate config: min_samples" in line
