@@ -22,8 +22,8 @@ from lineage.service.core import Service
 from lineage.settings import Settings
 from lineage.version import code_version
 from operators.schema import sample_id
-from tests.api.conftest import build_corpus, spec
-from tests.conftest import write_jsonl
+from tests.support.api_world import build_corpus, spec
+from tests.support.helpers import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[3]
 
