@@ -155,9 +155,19 @@ HELPERS = {
 
 
 def _imports(path: Path) -> set[tuple[str, str]]:
-    """(module, name) of every import in the file, function-local ones included."""
+    """(module, name) of every import in the file, function-local ones included; not those for type checkers
+    only (``if TYPE_CHECKING:``), which run nothing."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+    }
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             found |= {(alias.name, "") for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
