@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
@@ -42,6 +44,7 @@ __all__ = [
 
 R = TypeVar("R")
 T = TypeVar("T")
+Progress = Callable[[str, int], None]  # (counter name, increment): a run's progress, as the engines report it
 
 
 def _q(part: str) -> str:
@@ -348,6 +351,149 @@ class Client:
             S.Page[S.ReleaseReadOut],
             params={"limit": limit, "offset": offset, "job": job},
         )
+
+    # -- pins and placement -------------------------------------------------------------------
+    def pin_release(self, ref: str, until: datetime, reason: str = "") -> S.PinOut:
+        """Keep ``ref`` on the hot tier until ``until`` (in the future; a time without a zone is UTC)."""
+        name, tag = self._split(ref)
+        body = {"until": until.isoformat(), "reason": reason}
+        return self._call(
+            lambda: self.service.pin_release(ref, body, actor=self.actor),
+            "POST",
+            f"/releases/{name}/{tag}/pins",
+            S.PinOut,
+            json=body,
+        )
+
+    def list_pins(self, ref: str) -> list[S.PinOut]:
+        """Every pin of ``ref``, oldest first (``active``: not expired yet)."""
+        name, tag = self._split(ref)
+        if self._http is None:
+            return _translated(self.service.list_pins)(ref)
+        return [S.PinOut.model_validate(p) for p in self._request("GET", f"/releases/{name}/{tag}/pins")]
+
+    def plan_placement(self) -> list[S.PlannedMove]:
+        """The moves the placement rules want now (pinned stay hot, idle or deprecated go cold)."""
+        if self._http is None:
+            return _translated(self.service.plan_placement)()
+        return [S.PlannedMove.model_validate(m) for m in self._request("GET", "/placement/plan")]
+
+    # -- data on the tiers: in-process only -----------------------------------------------------
+    def _in_process(self, operation: str, local: Callable[[], R]) -> R:
+        """An operation that reads or writes tier data runs where the data is: never through a server."""
+        if self._http is not None:
+            raise BadRequest(
+                f"{operation} reads or writes data on the tiers and runs in-process only: "
+                "use lineage.Client() (no URL) where the tiers are reachable"
+            )
+        return _translated(local)()
+
+    def run_pipeline(
+        self,
+        spec: dict[str, Any] | Path,
+        *,
+        engine: str | None = None,
+        progress: Progress | None = None,
+    ) -> S.RunResult:
+        """Run a pipeline (its TOML/YAML file, or the same as a dict) and commit its output as a new version."""
+        return self._in_process(
+            "run_pipeline", lambda: self.service.run_pipeline(spec, engine=engine, progress=progress)
+        )
+
+    def ingest(
+        self,
+        path: str,
+        dataset: str,
+        *,
+        tier: str | None = None,
+        fmt: str = "auto",
+        text_field: str = "text",
+        id_field: str | None = None,
+        text_mode: str = "file",
+        engine: str = "local",
+        base_dir: Path | None = None,
+        progress: Progress | None = None,
+    ) -> S.RunResult:
+        """Convert raw files into a new version of source dataset ``dataset`` (see ``lineage ingest``)."""
+        return self._in_process(
+            "ingest",
+            lambda: self.service.ingest(
+                path,
+                dataset,
+                tier=tier,
+                fmt=fmt,
+                text_field=text_field,
+                id_field=id_field,
+                text_mode=text_mode,
+                engine=engine,
+                base_dir=base_dir,
+                progress=progress,
+            ),
+        )
+
+    def export_release(
+        self, ref: str, out: Path, fmt: str = "jsonl", progress: Callable[[int], None] | None = None
+    ) -> S.ExportResult:
+        """Write the release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``."""
+        return self._in_process("export_release", lambda: self.service.export_release(ref, out, fmt, progress))
+
+    def copy_release(
+        self,
+        ref: str,
+        to: str,
+        *,
+        workers: int = 4,
+        bytes_per_s: float | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+        engine: str = "local",
+    ) -> S.ReplicaResult:
+        """Make (or finish) a verified replica of ``ref`` on tier ``to``."""
+        return self._in_process(
+            "copy_release",
+            lambda: self.service.copy_release(
+                ref, to, workers=workers, bytes_per_s=bytes_per_s, on_bytes=on_bytes, engine=engine
+            ),
+        )
+
+    def move_release(
+        self,
+        ref: str,
+        to: str,
+        *,
+        workers: int = 4,
+        bytes_per_s: float | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+        engine: str = "local",
+    ) -> S.ReplicaResult:
+        """Copy and verify ``ref`` on tier ``to``, then remove source files no other published release needs."""
+        return self._in_process(
+            "move_release",
+            lambda: self.service.move_release(
+                ref, to, workers=workers, bytes_per_s=bytes_per_s, on_bytes=on_bytes, engine=engine
+            ),
+        )
+
+    def verify_release(self, ref: str, tier: str) -> S.ReplicaResult:
+        """Read ``ref``'s replica on ``tier`` back and check it against the manifest (``problems``)."""
+        return self._in_process("verify_release", lambda: self.service.verify_release(ref, tier))
+
+    def apply_placement(
+        self,
+        *,
+        workers: int = 4,
+        engine: str = "local",
+        on_move: Callable[[S.PlannedMove], None] | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+    ) -> list[S.AppliedMove]:
+        """Make the moves :meth:`plan_placement` lists."""
+        return self._in_process(
+            "apply_placement",
+            lambda: self.service.apply_placement(workers=workers, engine=engine, on_move=on_move, on_bytes=on_bytes),
+        )
+
+    def collect_garbage(self, *, dry_run: bool = False) -> S.GcResult:
+        """Delete the files of runs that never committed (``dry_run``: only list them)."""
+        return self._in_process("collect_garbage", lambda: self.service.collect_garbage(dry_run=dry_run))
 
     # -- sample lineage -----------------------------------------------------------------------
     def sample_lineage(

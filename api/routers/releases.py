@@ -127,3 +127,16 @@ def record_read(name: Name, tag: Tag, body: S.ReadCreate, service: ServiceDep, w
     no data. The token's name is kept with the record (``recorded_by``).
     """
     return service.record_read(f"{name}@{tag}", body, actor=who.name)
+
+
+@router.get("/releases/{name}/{tag}/pins", response_model=list[S.PinOut])
+def list_pins(name: Name, tag: Tag, service: ServiceDep, _: Reader) -> Any:
+    """The release's pins, oldest first, expired ones included (``active``: still keeps it hot)."""
+    return service.list_pins(f"{name}@{tag}")
+
+
+@router.post("/releases/{name}/{tag}/pins", response_model=S.PinOut, status_code=201)
+def pin_release(name: Name, tag: Tag, body: S.PinCreate, service: ServiceDep, who: Writer) -> Any:
+    """Keep the release on the hot tier until ``until``; the token's name is kept as who pinned it.
+    A time that is not in the future is refused (400)."""
+    return service.pin_release(f"{name}@{tag}", body, actor=who.name)

@@ -37,47 +37,12 @@ OPEN_FILES_PER_THREAD = 8
 
 
 class ManifestSource(Protocol):
-    """Where a reader gets a release's manifest and records its use: the catalog or the service."""
+    """Where a reader gets a release's manifest and records its use: the service, in-process or over HTTP."""
 
     def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
         """(manifest, content digest, every replica the catalog records, in any state)."""
 
     def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None: ...
-
-
-class CatalogSource:
-    """Reads manifests straight from the SQL catalog."""
-
-    def __init__(self, settings: Settings) -> None:
-        from lineage.catalog import Catalog  # start-up: keeps SQLAlchemy out of `import lineage.reader`
-
-        self.catalog = Catalog(settings.catalog_url or "")
-
-    def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
-        from lineage.catalog.queries import get_release, replicas_of  # start-up: as in __init__
-
-        with self.catalog.session() as s:
-            release = get_release(s, ref)
-            if release.state != "published":
-                log.warning("release %s is %s", ref, release.state)
-            replicas = [Location(r.tier, r.table_path, r.state, r.detail) for r in replicas_of(s, release)]
-            return release.manifest, release.content_digest, replicas
-
-    def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
-        # start-up: keeps SQLAlchemy and the releases package (deltalake, DuckDB) out of `import lineage.reader`
-        from lineage.catalog.queries import get_release
-        from lineage.releases.usage import record_read
-
-        with self.catalog.session() as s:
-            record_read(
-                s,
-                get_release(s, ref),
-                job=job,
-                world_size=world_size,
-                rank=rank,
-                host=socket.gethostname(),
-                recorded_by=getpass.getuser(),
-            )
 
 
 class ServiceSource:
@@ -115,6 +80,18 @@ class ServiceSource:
         self.client.record_read(ref, job=job, world_size=world_size, rank=rank, host=socket.gethostname())
 
 
+class CatalogSource(ServiceSource):
+    """The catalog of ``settings``, through an in-process service (no server): the same look-ups and
+    checks as over HTTP. Its reads are recorded as the user running the job."""
+
+    def __init__(self, settings: Settings) -> None:
+        from lineage.client import Client  # start-up: the service (SQLAlchemy, DuckDB) not at `import lineage.reader`
+
+        client = Client(settings=settings)
+        client.actor = getpass.getuser()
+        super().__init__(client)
+
+
 @contextmanager
 def manifest_source(
     settings: Settings, *, client: Client | None = None, url: str | None = None, token: str | None = None
@@ -129,10 +106,8 @@ def manifest_source(
         return
     if url is None and settings.service_url is None:
         source = CatalogSource(settings)
-        try:
+        with source.client:  # closing an in-process client disposes of its catalog
             yield source
-        finally:
-            source.catalog.dispose()
         return
     from lineage.client import Client  # start-up: keeps the SDK (SQLAlchemy, DuckDB) out of `import lineage.reader`
 

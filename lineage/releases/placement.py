@@ -32,19 +32,27 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=utcnow().tzinfo)
 
 
-def pin_release(catalog: Catalog, ref: str, until: datetime, pinned_by: str = "local", reason: str = "") -> None:
+def pin_release(catalog: Catalog, ref: str, until: datetime, pinned_by: str = "local", reason: str = "") -> ReleasePin:
     """Keep ``ref`` hot until ``until`` (training jobs pin what they use)."""
     until = _aware(until)
     if until <= utcnow():
         raise Invalid(f"pin expiry {until.isoformat()} is in the past")
     with catalog.session() as s:
         release = get_release(s, ref)
-        s.add(ReleasePin(release_id=release.id, until=until, pinned_by=pinned_by, reason=reason))
+        pin = ReleasePin(release_id=release.id, until=until, pinned_by=pinned_by, reason=reason)
+        s.add(pin)
+        s.flush()
+        return pin
+
+
+def is_live(pin: ReleasePin) -> bool:
+    """The pin still keeps its release hot."""
+    return _aware(pin.until) > utcnow()
 
 
 def active_pin(session: Session, release: Release) -> ReleasePin | None:
     pins = session.scalars(select(ReleasePin).where(ReleasePin.release_id == release.id))
-    live = [p for p in pins if _aware(p.until) > utcnow()]
+    live = [p for p in pins if is_live(p)]
     return max(live, key=lambda p: _aware(p.until)) if live else None
 
 

@@ -1,4 +1,6 @@
-"""The service: every operation of the HTTP API and the SDK, once.
+"""The service: every operation of the HTTP API, the SDK and the CLI, once (which surface has which:
+:mod:`lineage.service.operations`). Those that read or write data on the tiers (runs, exports, tier
+copies, gc) are called in-process only.
 
 Methods take plain arguments and return the pydantic models of :mod:`lineage.service.schemas`;
 errors are :mod:`lineage.service.errors` (or ``ReleaseError``/``KeyError`` from the modules it
@@ -7,16 +9,19 @@ calls), which the HTTP layer maps to 4xx answers.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, func, inspect, select
 from sqlalchemy.orm import Session
 
 from lineage import openlineage, releases
-from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run, queries
-from lineage.releases import usage
+from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, ReleasePin, Run, queries
+from lineage.releases import placement, usage
 from lineage.service import auth, samples
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
@@ -24,6 +29,10 @@ from lineage.service.tables import Duck, TableCache
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
 from storage import names
+
+if TYPE_CHECKING:
+    from pipelines.engines.base import ProgressFn
+    from pipelines.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
 
@@ -281,8 +290,18 @@ class Service:
             return S.Manifest.model_validate(queries.get_release(s, ref).manifest)
 
     def get_quality(self, ref: str) -> S.Quality:
-        quality = self.get_manifest(ref).quality
-        return S.Quality(release=ref, steps=quality.steps, quarantine=quality.quarantine)
+        """The release's quality counts, QC report and gate (what ``lineage release report`` draws)."""
+        with self.catalog.session() as s:
+            row = queries.get_release(s, ref)
+            release, manifest = self._release_out(s, row), S.Manifest.model_validate(row.manifest)
+        quality = manifest.quality
+        return S.Quality(
+            release=release.ref,
+            steps=quality.steps,
+            quarantine=quality.quarantine,
+            report=manifest.qc,
+            gate=release.gate,
+        )
 
     # -- replicas and usage (what a training reader needs) --------------------------------------
     def list_replicas(self, ref: str, *, state: str | None = None) -> list[S.ReplicaOut]:
@@ -320,6 +339,156 @@ class Service:
                     lambda _s, r: S.ReleaseReadOut.model_validate({**_columns(r), "release": release.ref}),
                 )
             )
+
+    # -- pins and placement ----------------------------------------------------------------------
+    def pin_release(self, ref: str, body: S.PinCreate | dict[str, Any], *, actor: str = "local") -> S.PinOut:
+        """Keep ``ref`` on the hot tier until ``body.until`` (a time in the future)."""
+        req = S.parse_input(S.PinCreate, body)
+        pin = placement.pin_release(self.catalog, ref, req.until, pinned_by=actor, reason=req.reason)
+        return _pin_out(pin, ref)
+
+    def list_pins(self, ref: str) -> list[S.PinOut]:
+        """Every pin of the release, oldest first, expired ones included (``active`` says which keep it hot)."""
+        with self.catalog.session() as s:
+            release = queries.get_release(s, ref)
+            query = select(ReleasePin).where(ReleasePin.release_id == release.id).order_by(ReleasePin.id)
+            return [_pin_out(pin, release.ref) for pin in s.scalars(query)]
+
+    def plan_placement(self) -> list[S.PlannedMove]:
+        """The moves the placement rules (``settings.placement``) want now; ``apply_placement`` makes them."""
+        return [
+            S.PlannedMove(release=m.release, from_tier=m.from_tier, to_tier=m.to_tier, reason=m.reason)
+            for m in placement.plan_moves(self.catalog, self.settings)
+        ]
+
+    # -- data on the tiers: in-process only (no HTTP endpoint; see lineage.service.operations) ----
+    def run_pipeline(
+        self,
+        spec: PipelineSpec | dict[str, Any] | Path,
+        *,
+        engine: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> S.RunResult:
+        """Run a pipeline (a spec, its dict, or a TOML/YAML file) and commit its output as a new version."""
+        # start-up: the runner loads the operators (numba), the engines, deltalake
+        from lineage.runs import Runner
+        from pipelines.spec import PipelineSpec
+
+        if isinstance(spec, Path):
+            spec = PipelineSpec.load(spec)
+        elif not isinstance(spec, PipelineSpec):
+            spec = S.parse_input(PipelineSpec, spec)
+        kwargs: dict[str, Any] = {"progress": progress} if progress is not None else {}
+        outcome = Runner(self.settings, self.catalog).run(spec, engine=engine, **kwargs)
+        return S.RunResult(
+            run=self.get_run(outcome.run_id),
+            dataset=outcome.dataset,
+            version=outcome.version,
+            row_count=outcome.row_count,
+        )
+
+    def ingest(
+        self,
+        path: str,
+        dataset: str,
+        *,
+        tier: str | None = None,
+        fmt: str = "auto",
+        text_field: str = "text",
+        id_field: str | None = None,
+        text_mode: str = "file",
+        engine: str = "local",
+        base_dir: Path | None = None,
+        progress: ProgressFn | None = None,
+    ) -> S.RunResult:
+        """Convert raw files (a file, folder or glob; on ``tier``, else the local disk, relative to
+        ``base_dir``, default the working directory) into a new version of source dataset ``dataset``."""
+        from pipelines.spec import PipelineSpec  # start-up: PyYAML
+
+        source = {"dataset": dataset, "path": path, "tier": tier, "format": fmt, "text_field": text_field}
+        source |= {"id_field": id_field, "convert": {"text_mode": text_mode}}
+        spec = S.parse_input(
+            PipelineSpec, {"name": f"ingest-{dataset}", "inputs": [source], "output": {"dataset": dataset}}
+        )
+        spec.base_dir = base_dir or Path.cwd()
+        return self.run_pipeline(spec, engine=engine, progress=progress)
+
+    def export_release(
+        self, ref: str, out: Path, fmt: str = "jsonl", progress: Callable[[int], None] | None = None
+    ) -> S.ExportResult:
+        """The release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``."""
+        from lineage.releases.export import export_release  # start-up: deltalake, DuckDB
+
+        path, rows = export_release(self.catalog, self.settings, ref, Path(out), fmt, progress or (lambda _n: None))
+        return S.ExportResult(release=ref, path=str(path), rows=rows)
+
+    def copy_release(
+        self,
+        ref: str,
+        to: str,
+        *,
+        workers: int = 4,
+        bytes_per_s: float | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+        engine: str = "local",
+    ) -> S.ReplicaResult:
+        """Make (or finish) a verified replica of ``ref`` on tier ``to``; each file is read back and checked."""
+        from lineage.releases import replicas  # start-up: deltalake, the copy engines
+
+        out = replicas.copy_release(
+            self.catalog, self.settings, ref, to, **_copy_options(workers, bytes_per_s, on_bytes, engine)
+        )
+        return S.ReplicaResult.model_validate(dataclasses.asdict(out))
+
+    def move_release(
+        self,
+        ref: str,
+        to: str,
+        *,
+        workers: int = 4,
+        bytes_per_s: float | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+        engine: str = "local",
+    ) -> S.ReplicaResult:
+        """Copy and verify, then remove the source files no other published release needs."""
+        from lineage.releases import replicas  # start-up: deltalake, the copy engines
+
+        out = replicas.move_release(
+            self.catalog, self.settings, ref, to, **_copy_options(workers, bytes_per_s, on_bytes, engine)
+        )
+        return S.ReplicaResult.model_validate(dataclasses.asdict(out))
+
+    def verify_release(self, ref: str, tier: str) -> S.ReplicaResult:
+        """Read the replica on ``tier`` back; ``problems`` names each file that does not match the manifest
+        (the replica is then recorded ``corrupt``)."""
+        from lineage.releases import replicas  # start-up: deltalake
+
+        out = replicas.verify_release(self.catalog, self.settings, ref, tier)
+        return S.ReplicaResult.model_validate(dataclasses.asdict(out))
+
+    def apply_placement(
+        self,
+        *,
+        workers: int = 4,
+        engine: str = "local",
+        on_move: Callable[[S.PlannedMove], None] | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+    ) -> list[S.AppliedMove]:
+        """Make the moves :meth:`plan_placement` lists, one after another (``on_move`` hears of each first)."""
+        applied = []
+        for move in self.plan_placement():
+            if on_move is not None:
+                on_move(move)
+            result = self.move_release(move.release, move.to_tier, workers=workers, on_bytes=on_bytes, engine=engine)
+            applied.append(S.AppliedMove(move=move, result=result))
+        return applied
+
+    def collect_garbage(self, *, dry_run: bool = False) -> S.GcResult:
+        """Delete the files of runs that never committed (never what a dataset version needs)."""
+        from lineage.gc import collect_garbage  # start-up: deltalake
+
+        report = collect_garbage(self.catalog, self.settings, dry_run=dry_run)
+        return S.GcResult(dry_run=dry_run, **dataclasses.asdict(report))
 
     # -- sample lineage (DuckDB over the pinned Delta versions) ---------------------------------
     def sample_lineage(
@@ -388,6 +557,19 @@ class Service:
 
 def _columns(obj: Any) -> dict[str, Any]:
     return {c.key: getattr(obj, c.key) for c in inspect(type(obj)).column_attrs}
+
+
+def _copy_options(
+    workers: int, bytes_per_s: float | None, on_bytes: Callable[[int], None] | None, engine: str
+) -> dict[str, Any]:
+    options: dict[str, Any] = {"workers": workers, "bytes_per_s": bytes_per_s, "engine": engine}
+    if on_bytes is not None:
+        options["on_bytes"] = on_bytes
+    return options
+
+
+def _pin_out(pin: ReleasePin, ref: str) -> S.PinOut:
+    return S.PinOut.model_validate({**_columns(pin), "release": ref, "active": placement.is_live(pin)})
 
 
 def schema_changes(before: dict[str, Any], after: dict[str, Any]) -> list[S.SchemaChange]:

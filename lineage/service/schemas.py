@@ -8,11 +8,20 @@ from __future__ import annotations
 import re
 import typing
 import warnings
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import sqlalchemy as sa
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from lineage.catalog import models
 from lineage.errors import Invalid
@@ -141,6 +150,13 @@ ReleaseReadOut = derive(
     extra={"release": (str, ...)},
     doc="A usage record: one rank of a training job opened the release (who recorded it, from where, when).",
 )
+PinOut = derive(
+    models.ReleasePin,
+    "Pin",
+    exclude=("release_id",),
+    extra={"release": (str, ...), "active": (bool, Field(default=False, description="Not expired yet."))},
+    doc="A pin: keeps a release on the hot tier until a time (who pinned it, why).",
+)
 TokenOut = derive(models.ApiToken, "Token", exclude=("token_hash",), doc="An API token (the secret is never shown).")
 TokenCreated = create_model(
     "TokenCreated", __base__=TokenOut, token=(str, Field(description="The bearer token. Shown once; keep it."))
@@ -220,6 +236,22 @@ class ReleasePublish(BaseModel):
 class Deprecation(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: Text = Field(default="", max_length=2000)
+
+
+class PinCreate(BaseModel):
+    """Keep the release hot until ``until`` (a time in the future; without a zone: UTC)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"x-constraints": ["now < until"]})
+    until: UtcDatetime
+    reason: Text = Field(default="", max_length=2000, description="Why (e.g. the training job).")
+
+    @field_validator("until")
+    @classmethod
+    def _in_range(cls, until: datetime) -> datetime:
+        try:
+            return until.astimezone(UTC)
+        except OverflowError:  # e.g. 9999-12-31T23:59-14:00: after year 9999 in UTC
+            raise ValueError("until is out of range") from None
 
 
 class TokenCreate(BaseModel):
@@ -371,11 +403,70 @@ class Diff(BaseModel):
 
 
 class Quality(BaseModel):
-    """For now the manifest's ``quality`` section: per-step verdict counts and quarantine counts."""
+    """What the release's QC report shows: the manifest's per-step verdict counts and quarantine counts,
+    its QC report and its publish gate."""
 
     release: str
     steps: list[dict[str, Any]]
     quarantine: dict[str, Any]
+    report: QcReport | None = Field(default=None, description="None in releases published before QC reports.")
+    gate: GateRecord | None = None
+
+
+# -- what the in-process operations on tier data answer ------------------------------------------
+class RunResult(BaseModel):
+    """A committed run: the run (with its per-operator ``counts``) and the dataset version it made."""
+
+    run: RunOut  # type: ignore[valid-type]
+    dataset: str
+    version: int
+    row_count: int
+
+
+class ExportResult(BaseModel):
+    release: str
+    path: str = Field(description="The file written.")
+    rows: int
+
+
+class ReplicaResult(BaseModel):
+    """What a tier copy, move or verify did to the release's replica on ``tier``."""
+
+    release: str
+    tier: str
+    table_path: str
+    state: str
+    copied: int = 0
+    skipped: int = Field(default=0, description="Files already verified there (a resumed copy).")
+    bytes_copied: int = 0
+    seconds: float = 0.0
+    removed_from: str | None = Field(default=None, description="A move: the tier whose files it removed.")
+    deleted_files: int = 0
+    problems: dict[str, str] | None = Field(default=None, description="A verify: file -> what is wrong with it.")
+
+
+class GcResult(BaseModel):
+    """What ``gc`` found (and, unless a dry run, deleted)."""
+
+    dry_run: bool
+    abandoned_runs: list[str]
+    deleted_files: list[str] = Field(description="Deleted, or with a dry run: would be deleted.")
+    kept_files: int
+    retention_set: list[str] = Field(description="Tables given their retention properties back.")
+
+
+class PlannedMove(BaseModel):
+    """A move the placement rules want: pinned releases stay hot, idle or deprecated ones go cold."""
+
+    release: str
+    from_tier: str
+    to_tier: str
+    reason: str
+
+
+class AppliedMove(BaseModel):
+    move: PlannedMove
+    result: ReplicaResult
 
 
 class SampleSource(BaseModel):

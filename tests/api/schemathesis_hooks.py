@@ -6,14 +6,16 @@
 - With ``LINEAGE_FUZZ_AS=anonymous`` no token is sent, and the check ``anonymous_is_refused`` asks
   every operation but ``/health`` to answer 401, whatever the request holds.
 - Generated bodies keep the rules across fields that the document lists in ``x-constraints``
-  (``"a < b"``), which JSON Schema has no keyword for; the server's own refusal of a body that
-  breaks one is tested in ``test_api_resources.py``.
+  (``"a < b"``; ``"now < t"``: the date-time ``t`` is in the future, and in range in UTC), which JSON
+  Schema has no keyword for; the server's own refusal of a body that breaks one is tested in
+  ``test_api_resources.py`` and ``test_api_placement.py``.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import schemathesis
@@ -72,10 +74,30 @@ def filter_case(ctx: schemathesis.HookContext, case: schemathesis.Case) -> bool:
     if not isinstance(body, dict) or ctx.operation is None:
         return True
     for low, high in _constraints(ctx.operation):
+        if low == "now":
+            if not _future(body.get(high)):
+                return False
+            continue
         a, b = body.get(low), body.get(high)
         if _number(a) and _number(b) and a >= b:
             return False
     return True
+
+
+def _future(value: object) -> bool:
+    """A date-time at least a minute ahead whose UTC time is in Python's range; anything that is no
+    date-time is kept (the server refuses it, as it must)."""
+    if not isinstance(value, str):
+        return True
+    try:
+        moment = datetime.fromisoformat(value.upper())
+    except ValueError:
+        return True
+    try:
+        moment = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        return False
+    return moment > datetime.now(UTC) + timedelta(minutes=1)
 
 
 def _number(value: object) -> bool:
