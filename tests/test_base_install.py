@@ -56,8 +56,11 @@ class BaseVenv:
 
 
 def pip(python: Path | str, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """pip without this process's ``PYTHONPATH`` (the Spark engine puts the tree on it for its workers):
+    pip would find this tree's ``lineage_ledger.egg-info`` there and skip installing the wheel."""
     command = [str(python), "-m", "pip", *map(str, args)]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=1200)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
 
 
 @pytest.fixture(scope="module")
