@@ -219,6 +219,26 @@ class Client:
             S.VersionOut,
         )
 
+    def list_samples(
+        self,
+        name: str,
+        version: int,
+        limit: int | None = None,
+        offset: int = 0,
+        *,
+        operator: str | None = None,
+        verdict: str | None = None,
+    ) -> S.Page[S.SampleVerdict]:
+        """What each step of the run that made ``name`` v``version`` decided about each sample, by sample id
+        (only ``operator``'s, only ``verdict``: kept, dropped or modified)."""
+        return self._call(
+            lambda: self.service.list_samples(name, version, limit, offset, operator=operator, verdict=verdict),
+            "GET",
+            f"/datasets/{_q(name)}/versions/{int(version)}/samples",
+            S.Page[S.SampleVerdict],
+            params={"limit": limit, "offset": offset, "operator": operator, "verdict": verdict},
+        )
+
     def diff(self, base: str, target: str) -> S.Diff:
         """From ``base`` to ``target``; each is NAME@TAG, DATASET:vN or DATASET (latest)."""
         return self._call(
@@ -436,6 +456,24 @@ class Client:
     ) -> S.ExportResult:
         """Write the release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``."""
         return self._in_process("export_release", lambda: self.service.export_release(ref, out, fmt, progress))
+
+    def dedupe_files(
+        self,
+        inputs: list[Path],
+        output: Path,
+        *,
+        minhash: dict[str, Any] | None = None,
+        engine: str = "local",
+        text_field: str = "text",
+        id_field: str | None = None,
+    ) -> S.DedupeResult:
+        """Remove near-duplicates from files (see ``lineage dedupe``); ``minhash``: the operator's parameters."""
+        return self._in_process(
+            "dedupe_files",
+            lambda: self.service.dedupe_files(
+                inputs, output, minhash=minhash, engine=engine, text_field=text_field, id_field=id_field
+            ),
+        )
 
     def copy_release(
         self,

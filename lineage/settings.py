@@ -14,7 +14,7 @@ import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -135,31 +135,65 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, _TomlSource(settings_cls))
 
 
-class _TomlSource(PydanticBaseSettingsSource):
-    """Reads ``LINEAGE_CONFIG`` or ``$LINEAGE_HOME/lineage.toml`` if it exists."""
+def settings_file() -> Path | None:
+    """The TOML file settings are read from: ``LINEAGE_CONFIG``, else ``$LINEAGE_HOME/lineage.toml`` if it exists."""
+    explicit = os.environ.get("LINEAGE_CONFIG")
+    if explicit:
+        return Path(explicit)
+    candidate = Path(os.environ.get("LINEAGE_HOME", ".lineage")).expanduser() / "lineage.toml"
+    return candidate if candidate.exists() else None
 
-    def _path(self) -> Path | None:
-        explicit = os.environ.get("LINEAGE_CONFIG")
-        if explicit:
-            return Path(explicit)
-        home = Path(os.environ.get("LINEAGE_HOME", ".lineage")).expanduser()
-        candidate = home / "lineage.toml"
-        return candidate if candidate.exists() else None
+
+def unknown_keys(model: type[BaseModel], data: Any, prefix: str = "") -> list[str]:
+    """Keys of ``data`` (a TOML table) that ``model`` has no field for, at any depth (``tiers.0.kindd``):
+    the models ignore what they do not know (environment variables share the ``LINEAGE_`` prefix), so a
+    misspelt key in the file would otherwise change nothing, silently."""
+    if not isinstance(data, dict):
+        return []
+    fields = {name: f for name, f in model.model_fields.items()}
+    fields |= {f.alias: f for f in model.model_fields.values() if f.alias}
+    unknown = []
+    for key, value in data.items():
+        if key not in fields:
+            unknown.append(f"{prefix}{key}")
+            continue
+        inner = _model_in(fields[key].annotation)
+        if inner is None:
+            continue
+        items = enumerate(value) if isinstance(value, list) else [(None, value)]
+        for i, item in items:
+            unknown += unknown_keys(inner, item, f"{prefix}{key}." + ("" if i is None else f"{i}."))
+    return unknown
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, alone, in a list or optional; None for any other type."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, get_args(annotation)) if m is not None), None)
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads :func:`settings_file`; refuses a file that does not parse or has keys no setting has."""
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        path = self._path()
+        path = settings_file()
         if path is None:
             return {}
         if not path.exists():
             raise ConfigError(f"LINEAGE_CONFIG points at {path}, which does not exist")
         try:
             with path.open("rb") as fh:
-                return tomllib.load(fh)
+                data = tomllib.load(fh)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"settings file {path} does not parse: {' '.join(str(exc).split())}") from None
+        unknown = unknown_keys(self.settings_cls, data)
+        if unknown:
+            raise ConfigError(f"settings file {path}: no such setting: {', '.join(unknown)}")
+        return data
 
 
 @lru_cache(maxsize=1)
@@ -170,4 +204,6 @@ def get_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        raise ConfigError(f"lineage settings: {validation_problems(exc)}") from None
+        path = settings_file()
+        where = f"settings file {path} (or LINEAGE_* variables)" if path is not None else "lineage settings"
+        raise ConfigError(f"{where}: {validation_problems(exc)}") from None

@@ -32,6 +32,7 @@ from pipelines.engines import DatasetInput, Job, JobResult, PublishedRelease, So
 from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.faults import checkpoint
 from pipelines.integrity import RunError, check_output_rows, duplicate_ids
+from pipelines.progress import TOTAL
 from pipelines.spec import InputSpec, PipelineSpec
 from storage.config import TierConfigs
 from storage.delta import DataFile, commit_snapshot, describe_file
@@ -147,6 +148,10 @@ def execute(
         signatures=TableTarget(tier, tables.signatures, prefix) if plan.cluster else None,
         published=published,
     )
+    if sources:
+        progress("files" + TOTAL, sum(src.chunks.num_rows for src in sources))
+    else:  # only dataset versions: their rows are known (raw files' records are not until read)
+        progress("records" + TOTAL, input_rows)
     eng = get_engine(engine, config)
     try:
         result = eng.execute(job)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
 from api.deps import CallerFirstRoute, Reader, ServiceDep, Writer
 from api.routers.common import DIFF, Limit, Name, Offset, VersionNumber, diff_link
 from lineage.service import schemas as S
-from storage.names import NO_NUL_PATTERN, REF_PATTERN
+from storage.names import NAME_PATTERN, NO_NUL_PATTERN, REF_PATTERN
 
 router = APIRouter(tags=["datasets"], route_class=CallerFirstRoute)
 
@@ -69,6 +69,21 @@ def list_versions(name: Name, service: ServiceDep, _: Reader, limit: Limit = Non
 )
 def get_version(name: Name, version: VersionNumber, service: ServiceDep, _: Reader) -> Any:
     return service.get_version(name, version)
+
+
+@router.get("/datasets/{name}/versions/{version}/samples", response_model=S.Page[S.SampleVerdict])
+def list_samples(
+    name: Name,
+    version: VersionNumber,
+    service: ServiceDep,
+    _: Reader,
+    limit: Limit = None,
+    offset: Offset = 0,
+    operator: Annotated[str | None, Query(max_length=200, pattern=NAME_PATTERN)] = None,
+    verdict: Annotated[Literal["kept", "dropped", "modified"] | None, Query()] = None,
+) -> Any:
+    """What each step of the run that made the version decided about each sample, by sample id."""
+    return service.list_samples(name, version, limit, offset, operator=operator, verdict=verdict)
 
 
 @router.get("/datasets/{name}/versions/{version}/releases", response_model=S.SourceReleases)

@@ -3,7 +3,7 @@
 ``main.py`` is the entry point (the console script and ``python -m lineage``): it imports the command
 modules and puts each verb on the app; nothing else imports them, and nothing registers on import. The
 command modules, named after their verbs: ``run`` (``ingest``, ``run``), ``release``, ``tier``,
-``sample``, ``export``, ``dedupe`` (the work in ``dedupe_files``), ``gc``, ``datasets``, ``demo``,
+``sample``, ``export``, ``dedupe``, ``gc``, ``datasets``, ``demo``,
 ``serve`` and ``tokens`` (``token``). What they share: ``app`` (consoles, settings, catalog, and
 ``guard``, which turns a refusal into one line and the exit code of its row in
 :data:`lineage.errors.TABLE`), ``render`` (tables and lineage printing) and ``progress`` (progress bars).

@@ -1,5 +1,5 @@
 """What every ``lineage`` command shares: the root app's make-up (``--verbose``, ``--version``), the
-consoles, settings, the catalog and the service, and :func:`guard`, which turns a refusal into one line and
+consoles, settings, the service, and :func:`guard`, which turns a refusal into one line and
 its exit code.
 
 Commands that read or change the catalog call the service (:func:`open_service`), as the HTTP API and the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -31,7 +31,6 @@ from lineage.version import code_version
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from lineage.catalog import Catalog
     from lineage.service.core import Service
     from lineage.service.schemas import Page
 
@@ -84,12 +83,6 @@ def load_settings() -> Settings:
     return get_settings()
 
 
-def open_catalog() -> Catalog:
-    from lineage.catalog import Catalog  # start-up: SQLAlchemy
-
-    return Catalog(load_settings().catalog_url or "")
-
-
 @contextmanager
 def open_service() -> Iterator[Service]:
     """The service over the configured catalog, closed afterwards: what every catalog command calls."""
@@ -102,22 +95,28 @@ def open_service() -> Iterator[Service]:
         service.close()
 
 
-def every(list_page: Callable[..., Page[T]], *args: Any, **kw: Any) -> Page[T]:
-    """All pages of a service list as one page (the CLI prints whole lists): the same JSON shape as one
-    page of the HTTP answer, with every item."""
+def every(list_page: Callable[..., Page[T]], *args: Any, at_most: int | None = None, **kw: Any) -> Page[T]:
+    """All pages of a service list (or its first ``at_most`` items) as one page: the JSON shape of one page
+    of the HTTP answer, its ``total`` the list's. The CLI prints whole lists unless told otherwise."""
     from lineage.service.core import MAX_LIMIT  # start-up: SQLAlchemy, DuckDB, deltalake
 
     items: list[T] = []
     while True:
-        page = guard(partial(list_page, *args, limit=MAX_LIMIT, offset=len(items), **kw))
+        want = MAX_LIMIT if at_most is None else min(MAX_LIMIT, at_most - len(items))
+        page = guard(partial(list_page, *args, limit=want, offset=len(items), **kw))
         items += page.items
-        if not page.items or len(items) >= page.total:
-            return type(page)(items=items, total=len(items), limit=len(items), offset=0)
+        if not page.items or len(items) >= page.total or (at_most is not None and len(items) >= at_most):
+            return type(page)(items=items, total=page.total, limit=len(items), offset=0)
 
 
 def print_json(model: BaseModel) -> None:
     """``--json``: the model as the HTTP API answers it (field aliases, ISO times)."""
     console.print_json(model.model_dump_json(by_alias=True))
+
+
+def print_list_json(models: Sequence[BaseModel]) -> None:
+    """``--json`` of an answer that is a plain list (no page), as the HTTP API sends it."""
+    console.print_json(data=[m.model_dump(mode="json", by_alias=True) for m in models])
 
 
 def error_body(error: LineageError) -> dict[str, Any]:

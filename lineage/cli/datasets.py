@@ -1,5 +1,5 @@
-"""``lineage datasets``, ``runs`` and ``diff``: what the catalog holds (datasets and their versions, the
-runs that made them, what changed between two versions), as the service answers it (``--json``: its
+"""``lineage datasets``, ``dataset update``, ``runs`` and ``diff``: what the catalog holds (datasets and their
+versions, the runs that made them, what changed between two versions), as the service answers it (``--json``: its
 models, the HTTP API's bodies)."""
 
 from __future__ import annotations
@@ -111,3 +111,26 @@ def diff(
         console.print(escape(f"schema: {change.field} {change.change.replace('_', ' ')}{shown}"))
     if not found.schema_changes:
         console.print("schema: unchanged")
+
+
+def dataset_update(
+    name: Annotated[str, typer.Argument(help="The dataset.")],
+    description: Annotated[str | None, typer.Option(help="A new description.")] = None,
+    owner: Annotated[str | None, typer.Option(help="A new owner.")] = None,
+    license: Annotated[str | None, typer.Option("--license", help="A new licence.")] = None,  # noqa: A002
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="The dataset's tags (repeat; replaces them).")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Edit a dataset's owner, licence, description or tags (what is not given stays as it is)."""
+    changes = {"description": description, "owner": owner, "license": license, "tags": tag}
+    with open_service() as service:
+        found = guard(
+            lambda: service.update_dataset(name, {k: v for k, v in changes.items() if v is not None}), as_json=as_json
+        )
+    if as_json:
+        print_json(found)
+        return
+    console.print(
+        f"{escape(found.name)}: owner {escape(found.owner or '-')}, licence {escape(found.license or '-')}, "
+        f"tags {escape(', '.join(found.tags or []) or '-')}"
+    )

@@ -1,5 +1,5 @@
-"""``lineage dedupe FILES``: near-duplicate removal for someone who just has files (the work is in
-:mod:`lineage.cli.dedupe_files`)."""
+"""``lineage dedupe FILES``: near-duplicate removal for someone who just has files (the service's
+``dedupe_files``; the work is in :mod:`lineage.dedupe_files`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from lineage.cli.app import console, guard, load_settings
+from lineage.cli.app import console, guard, open_service
 
 
 def dedupe(
@@ -29,26 +29,15 @@ def dedupe(
     id_field: Annotated[str | None, typer.Option(help="Field whose values name records in the report.")] = None,
 ) -> None:
     """Remove near-duplicates from files: kept records in the input's format, plus a report."""
-    from lineage.cli.dedupe_files import dedupe_files  # start-up: the run (DuckDB, pyarrow, deltalake, numba)
-
-    summary = guard(
-        lambda: dedupe_files(
-            inputs,
-            output,
-            settings=load_settings(),
-            threshold=threshold,
-            num_perm=num_perm,
-            ngram=ngram,
-            script=script,
-            bands=bands,
-            rows=rows,
-            verify=verify,
-            engine=engine,
-            text_field=text_field,
-            id_field=id_field,
+    minhash = {"threshold": threshold, "num_perm": num_perm, "ngram": ngram, "script": script}
+    minhash |= {"bands": bands, "rows": rows, "verify": verify}
+    with open_service() as service:
+        summary = guard(
+            lambda: service.dedupe_files(
+                inputs, output, minhash=minhash, engine=engine, text_field=text_field, id_field=id_field
+            )
         )
-    )
-    console.print(f"settings: {summary.settings()}", highlight=False, soft_wrap=True)
+    console.print(f"settings: {summary.settings}", highlight=False, soft_wrap=True)
     console.print(
         f"{summary.records:,} records in {summary.inputs} file(s): kept {summary.kept:,}, dropped "
         f"{summary.dropped:,} near-duplicates, quarantined {summary.quarantined:,}"

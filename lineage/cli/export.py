@@ -1,4 +1,4 @@
-"""``lineage export NAME@TAG``: a release's samples as JSONL or Parquet files."""
+"""``lineage export NAME@TAG``: a release's samples as JSONL or Parquet files (the service's ``export_release``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lineage.cli.app import console, guard, load_settings, open_catalog, open_service
+from lineage.cli.app import console, guard, open_service
 from lineage.cli.progress import bars
 
 
@@ -17,13 +17,8 @@ def export(
     fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet.")] = "jsonl",
 ) -> None:
     """Export a release's samples as JSONL or Parquet."""
-    from lineage.releases.export import export_release  # start-up: SQLAlchemy, deltalake, DuckDB
-
-    with open_service() as service:  # the bar's total: the release's rows
-        total = guard(lambda: service.get_release(ref)).row_count
-    with bars(console) as progress:
+    with open_service() as service, bars(console) as progress:
+        total = guard(lambda: service.get_release(ref)).row_count  # the bar's total: the release's rows
         task = progress.add_task(f"export {ref}", total=total)
-        path, rows = guard(
-            lambda: export_release(open_catalog(), load_settings(), ref, out, fmt, lambda n: progress.advance(task, n))
-        )
-    console.print(f"wrote {rows:,} samples to {path}")
+        result = guard(lambda: service.export_release(ref, out, fmt, lambda n: progress.advance(task, n)))
+    console.print(f"wrote {result.rows:,} samples to {result.path}")

@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from lineage.cli import datasets, dedupe, demo, export, gc, release, run, sample, serve, tier, tokens
+from lineage.cli import datasets, dedupe, demo, export, gc, graph, release, run, sample, serve, tier, tokens
 from lineage.cli.app import new_app, new_group, report
 from lineage.errors import translate
 
@@ -25,6 +25,11 @@ def build_app() -> typer.Typer:
         run.ingest,
         run.run,
         sample.sample,
+        sample.samples,
+        sample.why_not,
+        sample.source_releases,
+        graph.lineage_event,
+        graph.lineage_graph,
         export.export,
         dedupe.dedupe,
         gc.gc,
@@ -36,6 +41,9 @@ def build_app() -> typer.Typer:
     ):
         app.command()(command)
 
+    dataset_group = new_group(app, "dataset", "Edit a dataset's metadata (`lineage datasets` lists them).")
+    dataset_group.command("update")(datasets.dataset_update)
+
     releases = new_group(app, "release", "Publish, list, inspect and deprecate releases (NAME@TAG).")
     releases.command("publish")(release.release_publish)
     releases.command("deprecate")(release.release_deprecate)
@@ -43,6 +51,9 @@ def build_app() -> typer.Typer:
     releases.command("list")(release.release_list)
     releases.command("show")(release.release_show)
     releases.command("pin")(release.release_pin)
+    releases.command("pins")(release.release_pins)
+    releases.command("record-read")(release.release_record_read)
+    releases.command("reads")(release.release_reads)
 
     tiers = new_group(app, "tier", "Copy, move and verify releases across storage tiers.")
     tiers.command("copy")(tier.tier_copy)

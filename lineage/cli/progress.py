@@ -2,7 +2,7 @@
 copy (bytes) and an export (rows).
 
 Every bar has the same columns. Where the total is known (the bytes of a release's files, the rows of a
-release, a run's files when the caller knows them) a bar shows the bar, the percentage, done/total, the
+release, a run's files or records when the run declares them) a bar shows the bar, the percentage, done/total, the
 rate and the ETA; where it is not, the count and the rate. A finished bar stops its clock: its elapsed
 time freezes and its rate becomes the average over the whole task. A bar finishes when it reaches its
 total, or when :func:`finish` says so (a run's reading counters when its first step starts; every bar
@@ -21,10 +21,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TaskProgressColumn, TextColumn
 from rich.text import Text
 
-if TYPE_CHECKING:  # the engines' base module loads pyarrow: only its type is needed here
-    from rich.console import RenderableType
+from pipelines.progress import TOTAL, ProgressFn
 
-    from pipelines.engines.base import ProgressFn
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 
 def _stopped(task: Task) -> bool:
@@ -128,29 +128,35 @@ def bars(console: Console, *, unit_bytes: bool = False) -> Iterator[Progress]:
 
 
 class RunProgress:
-    """The engines' ``(name, n)`` callback as bars: one per counter (files, records, then each step in turn).
-    A run reads its inputs (``files``, ``records``) before its first step counter and runs its steps one
-    after another, so a step's counter starting finishes every counter before it."""
+    """The engines' ``(name, n)`` callback as bars: one per counter (files, records, then each step in turn),
+    with the total a run declares (``name + TOTAL``, :mod:`pipelines.progress`). A run reads
+    its inputs (``files``, ``records``) before its first step counter and runs its steps one after another,
+    so a step's counter starting finishes every counter before it."""
 
-    def __init__(self, progress: Progress, total_files: int | None = None) -> None:
+    def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.total_files = total_files
         self.tasks: dict[str, TaskID] = {}
 
-    def __call__(self, name: str, n: int) -> None:
+    def _task(self, name: str) -> TaskID:
         if name not in self.tasks:
             if name.startswith("step"):
                 for earlier in self.tasks.values():
                     finish(self.progress, earlier)
-            self.tasks[name] = self.progress.add_task(name, total=self.total_files if name == "files" else None)
-        self.progress.advance(self.tasks[name], n)
+            self.tasks[name] = self.progress.add_task(name, total=None)
+        return self.tasks[name]
+
+    def __call__(self, name: str, n: int) -> None:
+        if name.endswith(TOTAL):
+            self.progress.update(self._task(name.removesuffix(TOTAL)), total=n)
+        else:
+            self.progress.advance(self._task(name), n)
 
 
 @contextmanager
-def run_progress(console: Console, total_files: int | None = None) -> Iterator[ProgressFn]:
+def run_progress(console: Console) -> Iterator[ProgressFn]:
     """A live display of a run's counters (:class:`RunProgress`)."""
     with bars(console) as progress:
-        yield RunProgress(progress, total_files)
+        yield RunProgress(progress)
 
 
 def transfer_progress(console: Console) -> AbstractContextManager[Progress]:

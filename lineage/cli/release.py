@@ -1,4 +1,5 @@
-"""``lineage release publish/deprecate/report/list/show/pin``: releases (NAME@TAG), their manifests and QC.
+"""``lineage release publish/deprecate/report/list/show/pin/pins/record-read/reads``: releases (NAME@TAG), their
+manifests and QC, pins and usage records.
 
 Publishing, deprecating, listing and showing are the service's operations (:mod:`lineage.service.core`),
 the ones the HTTP API and the SDK call: the same gate, the same refusals, the same models (``--json``
@@ -8,15 +9,17 @@ prints them as the HTTP API answers them).
 from __future__ import annotations
 
 import getpass
+import socket
 import tomllib
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from lineage.cli.app import AsJson, console, every, fail, guard, open_catalog, open_service, print_json
+from lineage.cli.app import AsJson, console, every, fail, guard, open_service, print_json, print_list_json
 from lineage.cli.render import print_counts, print_qc
 from lineage.errors import Invalid, NotFound
 from storage.names import parse_release_ref
@@ -204,9 +207,79 @@ def release_pin(
     ref: Annotated[str, typer.Argument(help="NAME@TAG")],
     until: Annotated[datetime, typer.Option(help="Keep the release hot until this time (ISO 8601, UTC).")],
     reason: Annotated[str, typer.Option(help="Why (e.g. the training job).")] = "",
+    as_json: AsJson = False,
 ) -> None:
     """Pin a release (hot placement) until a time; training jobs pin what they use."""
-    from lineage.releases.placement import pin_release  # start-up: SQLAlchemy, deltalake, DuckDB
+    body = {"until": until, "reason": reason}
+    with open_service() as service:
+        pin = guard(lambda: service.pin_release(ref, body, actor=getpass.getuser()), as_json=as_json)
+    if as_json:
+        print_json(pin)
+        return
+    console.print(f"pinned {pin.release} until {pin.until.isoformat()}")
 
-    guard(lambda: pin_release(open_catalog(), ref, until, reason=reason))
-    console.print(f"pinned {ref} until {until.isoformat()}")
+
+def release_pins(ref: Annotated[str, typer.Argument(help="NAME@TAG")], as_json: AsJson = False) -> None:
+    """List a release's pins, oldest first, expired ones included."""
+    with open_service() as service:
+        pins = guard(lambda: service.list_pins(ref), as_json=as_json)
+    if as_json:
+        print_list_json(pins)
+        return
+    table = Table(title=f"Pins of {ref}")
+    for col in ("until", "active", "by", "when", "reason"):
+        table.add_column(col, overflow="fold")
+    for p in pins:
+        table.add_row(
+            f"{p.until:%Y-%m-%d %H:%M}",
+            "yes" if p.active else "expired",
+            p.pinned_by,
+            f"{p.created_at:%Y-%m-%d %H:%M}",
+            escape(p.reason),
+        )
+    console.print(table)
+
+
+def release_record_read(
+    ref: Annotated[str, typer.Argument(help="NAME@TAG")],
+    job: Annotated[str, typer.Option(help="The training job (e.g. its run name).")],
+    world_size: Annotated[int, typer.Option(help="How many ranks the job has.")] = 1,
+    rank: Annotated[int, typer.Option(help="This rank: 0 .. world_size - 1.")] = 0,
+    host: Annotated[str, typer.Option(help="The host the rank runs on (default: this one).")] = "",
+    as_json: AsJson = False,
+) -> None:
+    """Record that one rank of a training job read the release (the training reader does this itself)."""
+    body = {"job": job, "world_size": world_size, "rank": rank, "host": host or socket.gethostname()}
+    with open_service() as service:
+        read = guard(lambda: service.record_read(ref, body, actor=getpass.getuser()), as_json=as_json)
+    if as_json:
+        print_json(read)
+        return
+    console.print(f"recorded: {read.job} rank {read.rank}/{read.world_size} on {read.host} read {read.release}")
+
+
+def release_reads(
+    ref: Annotated[str, typer.Argument(help="NAME@TAG")],
+    job: Annotated[str | None, typer.Option(help="Only this training job.")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Which training jobs read the release (one record per rank), newest first."""
+    with open_service() as service:
+        guard(lambda: service.get_release(ref), as_json=as_json)  # an unknown release is refused, not empty
+        page = every(service.list_reads, ref, job=job)
+    if as_json:
+        print_json(page)
+        return
+    table = Table(title=f"Reads of {ref}")
+    for col in ("job", "rank", "world size", "host", "opened", "recorded by"):
+        table.add_column(col, overflow="fold")
+    for r in page.items:
+        table.add_row(
+            escape(r.job),
+            str(r.rank),
+            str(r.world_size),
+            escape(r.host),
+            f"{r.opened_at:%Y-%m-%d %H:%M}",
+            escape(r.recorded_by),
+        )
+    console.print(table)

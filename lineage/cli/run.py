@@ -1,34 +1,32 @@
 """``lineage ingest`` and ``lineage run``: run a pipeline (one made from the options, or a file) and
-commit its output as a new dataset version."""
+commit its output as a new dataset version (the service's ``ingest`` and ``run_pipeline``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from lineage.cli.app import console, guard, load_settings
+from lineage.cli.app import console, guard, open_service
 from lineage.cli.progress import run_progress
 from lineage.cli.render import print_counts
 
 if TYPE_CHECKING:
-    from lineage.runs import RunOutcome
-    from pipelines.spec import PipelineSpec
+    from lineage.service.core import Service
+    from lineage.service.schemas import RunResult
+    from pipelines.engines.base import ProgressFn
 
 
-def _run_spec(spec: PipelineSpec, engine: str | None) -> RunOutcome:
-    from lineage.runs import Runner  # start-up: SQLAlchemy, deltalake, DuckDB, numba (the operators)
-
-    runner = Runner(load_settings())
-    with run_progress(console) as progress:
-        outcome = runner.run(spec, engine=engine, progress=progress)
-    print_counts(outcome.counts)
+def _run(start: Callable[[Service, ProgressFn], RunResult]) -> None:
+    """Run with a live progress display, then print the counts and the committed version."""
+    with open_service() as service, run_progress(console) as progress:
+        result = guard(lambda: start(service, progress))
+    print_counts(result.run.counts)
     console.print(
-        f"[green]committed[/] {outcome.dataset} v{outcome.version}: "
-        f"{outcome.row_count:,} samples (run {outcome.run_id})"
+        f"[green]committed[/] {result.dataset} v{result.version}: {result.row_count:,} samples (run {result.run.id})"
     )
-    return outcome
 
 
 def ingest(
@@ -42,27 +40,20 @@ def ingest(
     engine: Annotated[str, typer.Option(help="local, spark or ray.")] = "local",
 ) -> None:
     """Convert raw files into a new version of a source dataset."""
-    from pipelines.spec import PipelineSpec  # start-up: PyYAML
-
-    spec = PipelineSpec.model_validate(
-        {
-            "name": f"ingest-{dataset}",
-            "inputs": [
-                {
-                    "dataset": dataset,
-                    "path": path,
-                    "tier": tier,
-                    "format": fmt,
-                    "text_field": text_field,
-                    "id_field": id_field,
-                    "convert": {"text_mode": text_mode},
-                }
-            ],
-            "output": {"dataset": dataset},
-        }
+    _run(
+        lambda service, progress: service.ingest(
+            path,
+            dataset,
+            tier=tier,
+            fmt=fmt,
+            text_field=text_field,
+            id_field=id_field,
+            text_mode=text_mode,
+            engine=engine,
+            base_dir=Path.cwd(),
+            progress=progress,
+        )
     )
-    spec.base_dir = Path.cwd()
-    guard(lambda: _run_spec(spec, engine))
 
 
 def run(
@@ -70,6 +61,4 @@ def run(
     engine: Annotated[str | None, typer.Option(help="Override the pipeline's engine: local, spark, ray.")] = None,
 ) -> None:
     """Run a pipeline file and commit its output as a new dataset version."""
-    from pipelines.spec import PipelineSpec  # start-up: PyYAML
-
-    guard(lambda: _run_spec(PipelineSpec.load(pipeline_file), engine))
+    _run(lambda service, progress: service.run_pipeline(pipeline_file, engine=engine, progress=progress))

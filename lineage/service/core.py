@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_LIMIT = 1000
+VERDICTS = ("kept", "dropped", "modified")  # operators.lineage_records.Verdict, without loading pyarrow
 
 
 class Service:
@@ -76,10 +77,15 @@ class Service:
             log.warning("warming the service failed; requests will load on demand", exc_info=True)
 
     # -- helpers ------------------------------------------------------------------------------
-    def _page(self, s: Session, query: Select, limit: int | None, offset: int, convert: Any) -> dict[str, Any]:
+    def _limit(self, limit: int | None, offset: int) -> int:
+        """The page size asked for (default: the settings'), refused outside 1..MAX_LIMIT."""
         limit = self.settings.api_page_limit if limit is None else limit
         if not 1 <= limit <= MAX_LIMIT or offset < 0:
             raise BadRequest(f"limit must be 1-{MAX_LIMIT} and offset >= 0 (got limit={limit}, offset={offset})")
+        return limit
+
+    def _page(self, s: Session, query: Select, limit: int | None, offset: int, convert: Any) -> dict[str, Any]:
+        limit = self._limit(limit, offset)
         total = s.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
         items = [convert(s, row) for row in s.scalars(query.limit(limit).offset(offset))]
         return {"items": items, "total": total, "limit": limit, "offset": offset}
@@ -159,6 +165,30 @@ class Service:
     def get_version(self, name: str, version: int) -> S.VersionOut:
         with self.catalog.session() as s:
             return self._version_out(s, queries.dataset_version(s, name, version))
+
+    def list_samples(
+        self,
+        name: str,
+        version: int,
+        limit: int | None = None,
+        offset: int = 0,
+        *,
+        operator: str | None = None,
+        verdict: str | None = None,
+    ) -> S.Page[S.SampleVerdict]:
+        """The version's lineage records, by sample id then step: what each step of the run that made it
+        decided about each sample (only ``operator``'s, only ``verdict``). A sample's whole story is
+        :meth:`sample_lineage`."""
+        if verdict is not None and verdict not in VERDICTS:
+            raise BadRequest(f"verdict must be one of {', '.join(VERDICTS)}, got {verdict[:40]!r}")
+        limit = self._limit(limit, offset)
+        with self.catalog.session() as s:
+            dv = queries.dataset_version(s, name, version)
+            key = (dv.tier, dv.lineage_path, dv.lineage_delta_version)
+        rows, total = samples.verdicts(self.stores, key, operator=operator, verdict=verdict, limit=limit, offset=offset)
+        return S.Page[S.SampleVerdict](
+            items=[S.SampleVerdict(**r) for r in rows], total=total, limit=limit, offset=offset
+        )
 
     # -- diffs --------------------------------------------------------------------------------
     def _resolve(self, s: Session, ref: str) -> tuple[DatasetVersion, S.VersionRef]:
@@ -421,6 +451,46 @@ class Service:
 
         path, rows = export_release(self.catalog, self.settings, ref, Path(out), fmt, progress or (lambda _n: None))
         return S.ExportResult(release=ref, path=str(path), rows=rows)
+
+    def dedupe_files(
+        self,
+        inputs: list[Path],
+        output: Path,
+        *,
+        minhash: dict[str, Any] | None = None,
+        engine: str = "local",
+        text_field: str = "text",
+        id_field: str | None = None,
+    ) -> S.DedupeResult:
+        """Near-duplicate removal for files (JSONL, plain or .gz, or Parquet): the kept records of each, byte
+        for byte, in ``output`` (a file for one input, else a folder), and a report of the dropped ones.
+        ``minhash`` is the ``minhash_dedupe`` operator's parameters. A private catalog and tier hold the
+        run: nothing of it lands in this service's catalog."""
+        # start-up: the run loads the operators (numba), the engines, deltalake, DuckDB
+        from lineage.dedupe_files import dedupe_files
+        from operators.minhash.params import MinHashParams
+
+        params = MinHashParams.from_dict(minhash)
+        out = dedupe_files(
+            [Path(p) for p in inputs],
+            Path(output),
+            settings=self.settings,
+            params=params,
+            engine=engine,
+            text_field=text_field,
+            id_field=id_field,
+        )
+        return S.DedupeResult(
+            inputs=out.inputs,
+            records=out.records,
+            kept=out.kept,
+            dropped=out.dropped,
+            quarantined=out.quarantined,
+            outputs=[str(p) for p in out.outputs],
+            report=str(out.report),
+            settings=out.settings(),
+            params=params.to_dict(),
+        )
 
     def copy_release(
         self,

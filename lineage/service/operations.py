@@ -69,6 +69,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("update_dataset", Kind.CATALOG, Http("PATCH", "/datasets/{name}"), "dataset update"),
     Operation("list_versions", Kind.CATALOG, Http("GET", "/datasets/{name}/versions"), "datasets"),
     Operation("get_version", Kind.CATALOG, Http("GET", "/datasets/{name}/versions/{version}"), "datasets"),
+    Operation("list_samples", Kind.CATALOG, Http("GET", "/datasets/{name}/versions/{version}/samples"), "samples"),
     Operation("diff", Kind.CATALOG, Http("GET", "/diff"), "diff"),
     # -- runs --------------------------------------------------------------------------------
     Operation("list_runs", Kind.CATALOG, Http("GET", "/runs"), "runs"),

@@ -71,6 +71,30 @@ def sample_row(
     return rows[0] if rows else None
 
 
+def verdicts(
+    stores: Stores,
+    lineage_key: tuple[str, str, int],
+    *,
+    operator: str | None,
+    verdict: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[dict[str, Any]], int]:
+    """One page of a version's lineage records (by sample id, then step), with the operator and verdict
+    asked for, and how many there are: one scan of the lineage table each."""
+    where = "(? IS NULL OR operator = ?) AND (? IS NULL OR verdict = ?)"
+    params = [operator, operator, verdict, verdict]
+    table = stores.tables.get(*lineage_key).dataset
+    total = stores.duck.scalar(f"SELECT count(*) FROM lin WHERE {where}", params, lin=table)
+    rows = stores.duck.rows(
+        f"SELECT sample_id, step, operator, verdict, reason FROM lin WHERE {where} "
+        "ORDER BY sample_id, step LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+        lin=table,
+    )
+    return rows, int(total or 0)
+
+
 def _duplicate(records: list[dict[str, Any]]) -> S.DuplicateInfo | None:
     for rec in records:
         dup = (rec["detail"] or {}).get("duplicate")

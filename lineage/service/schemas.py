@@ -429,6 +429,20 @@ class ExportResult(BaseModel):
     rows: int
 
 
+class DedupeResult(BaseModel):
+    """What ``dedupe_files`` wrote: the kept records of each input, in its own format, and the report."""
+
+    inputs: int = Field(description="Input files.")
+    records: int = Field(description="Records read from them.")
+    kept: int
+    dropped: int = Field(description="Near-duplicates removed (one report row each).")
+    quarantined: int = Field(description="Records that did not parse (in the quarantine file beside the report).")
+    outputs: list[str] = Field(description="One output file per input.")
+    report: str = Field(description="Parquet: id, cluster_id, kept_id, jaccard of every dropped record.")
+    settings: str = Field(description="The near-duplicate settings used, the LSH layout resolved, on one line.")
+    params: dict[str, Any] = Field(description="The same as the ``minhash_dedupe`` operator's parameters.")
+
+
 class ReplicaResult(BaseModel):
     """What a tier copy, move or verify did to the release's replica on ``tier``."""
 
@@ -487,6 +501,16 @@ class LineageRecord(BaseModel):
     related_ids: list[str] | None = None
     detail: dict[str, Any] | None = None
     run_id: str
+
+
+class SampleVerdict(BaseModel):
+    """What one step of a run decided about one sample (a row of the version's lineage table)."""
+
+    sample_id: str
+    step: int = Field(description="The operator's position in the pipeline (0: convert).")
+    operator: str
+    verdict: Literal["kept", "dropped", "modified"]
+    reason: str | None = None
 
 
 class DuplicateInfo(BaseModel):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import ClassVar
@@ -20,14 +19,10 @@ import pyarrow as pa
 from operators.base import Operator
 from operators.convert import ConvertOperator
 from pipelines.config import ExecutionConfig
+from pipelines.progress import ProgressFn
+from pipelines.progress import no_progress as _no_progress
 from storage.errors import Invalid, MissingExtra
 from storage.tier import Tier
-
-ProgressFn = Callable[[str, int], None]  # (counter name, increment)
-
-
-def _no_progress(_name: str, _n: int) -> None:
-    return None
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,25 @@ def test_sample_lineage_of_a_dropped_duplicate(client: Client, world: World) -> 
     assert client.sample_lineage(world.kept, dataset="other").found is False
 
 
+def test_a_versions_verdicts_page_by_sample_id(client: Client, world: World) -> None:
+    """What each step decided about each sample of clean v1: filtered by operator and verdict, paged."""
+    dropped = client.list_samples("clean", 1, verdict="dropped")
+    assert {(r.sample_id, r.operator, r.reason) for r in dropped.items} == {
+        (world.duplicate, "exact_dedupe", "exact_duplicate"),
+        (world.short, "quality", "quality:min_words"),
+    }
+    everything = list(client.iter_all(client.list_samples, "clean", 1, page_size=3))
+    assert len(everything) == client.list_samples("clean", 1).total > len(dropped.items)
+    assert everything == sorted(everything, key=lambda r: (r.sample_id, r.step))
+    kept = client.list_samples("clean", 1, operator="quality", verdict="kept")
+    assert world.kept in {r.sample_id for r in kept.items} and {r.step for r in kept.items} == {2}
+    assert client.list_samples("clean", 1, operator="no_such_operator").total == 0
+    with pytest.raises(NotFound):
+        client.list_samples("clean", 9)
+    with pytest.raises(errors.Invalid):  # over HTTP a 422 from the query's enum, in-process the service's check
+        client.list_samples("clean", 1, verdict="maybe")
+
+
 def test_why_not_in_release(client: Client, world: World) -> None:
     dup = client.why_not(world.duplicate, "clean@v1")
     assert not dup.in_release and dup.cause == "dropped" and dup.operator == "exact_dedupe"

@@ -53,6 +53,24 @@ def test_a_settings_file_that_does_not_parse_is_named(tmp_path: Path) -> None:
     assert f"settings file {config} does not parse" in line
 
 
+@pytest.mark.parametrize(
+    ("toml", "problem"),
+    [
+        ('defualt_tier = "cold"\n', "no such setting: defualt_tier"),  # misspelt: it used to change nothing
+        ('[[tiers]]\nname = "cold"\nkindd = "s3"\nroot = "/x"\n', "no such setting: tiers.0.kindd"),
+        ("[placement]\ncold_after = 3\n", "no such setting: placement.cold_after"),
+        ('[[tiers]]\nname = "cold"\n', "(or LINEAGE_* variables): tiers.0.root: Field required"),
+    ],
+)
+def test_a_settings_file_with_a_key_no_setting_has_or_a_bad_value_is_named(
+    tmp_path: Path, toml: str, problem: str
+) -> None:
+    config = tmp_path / "lineage.toml"
+    config.write_text(toml)
+    line = one_line_error(tmp_path, "datasets", code=CONFIG, LINEAGE_CONFIG=str(config))
+    assert line.startswith(f"error: settings file {config}") and problem in line, line
+
+
 def test_a_release_config_that_does_not_parse_or_is_refused_is_named(tmp_path: Path) -> None:
     broken = tmp_path / "broken.toml"
     broken.write_text("[gate\nmin_samples = 1\n")

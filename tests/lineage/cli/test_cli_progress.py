@@ -4,10 +4,14 @@ on a recording console with a clock the test moves."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.progress import Progress
 
 from lineage.cli.progress import RunProgress, bars, columns, finish
+from lineage.service.core import Service
+from lineage.settings import Settings
 
 
 class Clock:
@@ -80,7 +84,8 @@ def test_a_finished_bar_stops_its_clock() -> None:
 def test_a_runs_first_step_finishes_the_reading_counters_and_closing_finishes_every_bar() -> None:
     clock = Clock()
     progress, _ = _progress(clock)
-    update = RunProgress(progress, total_files=2)
+    update = RunProgress(progress)
+    update("files.total", 2)  # what a run declares before it reads (pipelines.progress)
     update("files", 1)
     update("records", 40)
     clock.now = 5
@@ -96,3 +101,20 @@ def test_a_runs_first_step_finishes_the_reading_counters_and_closing_finishes_ev
     with bars(console) as live:
         running = live.add_task("export", total=None)
     assert [t.stop_time is not None for t in live.tasks] == [True] and live.tasks[0].id == running
+
+
+def test_a_run_declares_the_totals_it_knows_before_counting(settings: Settings, corpus: Path) -> None:
+    """Raw inputs: the files (2 in the corpus) before the first one is read. Dataset-version inputs: their
+    rows. The bars then show a percentage and an ETA (on the old code a run never sent a total)."""
+    heard: list[tuple[str, int]] = []
+    service = Service(settings)
+    try:
+        ingested = service.ingest(str(corpus), "raw", progress=lambda name, n: heard.append((name, n)))
+        assert heard[0] == ("files.total", 2) and sum(n for name, n in heard if name == "files") == 2
+        heard.clear()
+        spec = {"name": "again", "inputs": [{"dataset": "raw"}], "operators": [], "output": {"dataset": "again"}}
+        service.run_pipeline(spec, progress=lambda name, n: heard.append((name, n)))
+        assert heard[0] == ("records.total", ingested.row_count)
+        assert sum(n for name, n in heard if name == "records") == ingested.row_count
+    finally:
+        service.close()

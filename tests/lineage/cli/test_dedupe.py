@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lineage.cli.dedupe_files import dedupe_files
+from lineage.dedupe_files import dedupe_files
 from lineage.settings import Settings
 from tests.support.cli import lineage
 from tests.support.minhash_texts import BASE, CHINESE, NEAR, OTHER

@@ -93,3 +93,45 @@ def test_export_copy_verify_move_apply_and_gc(client: Client, settings: Settings
     garbage = client.collect_garbage(dry_run=True)
     assert garbage.dry_run and garbage.abandoned_runs == [] and garbage.deleted_files == []
     assert garbage.kept_files > 0
+
+
+def test_dedupe_files_runs_in_process_and_leaves_the_catalog_alone(client: Client, tmp_path: Path) -> None:
+    """Files in, kept files and a report out (``lineage dedupe``'s operation); the run's catalog is private."""
+    src = write_jsonl(tmp_path / "in.jsonl", [*RECORDS, {"id": "curl-2", "text": RECORDS[2]["text"] + " too"}])
+    out = client.dedupe_files([src], tmp_path / "out.jsonl", minhash={"threshold": 0.7}, id_field="id")
+    assert (out.inputs, out.records, out.kept, out.dropped, out.quarantined) == (1, 4, 2, 2, 0)
+    assert out.outputs == [str(tmp_path / "out.jsonl")] and out.params["threshold"] == 0.7
+    assert "threshold 0.7;" in out.settings and Path(out.report).is_file()
+    kept = [json.loads(line)["id"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert kept[0] in ("libc6", "libc6-again") and kept[1] == "curl-2"  # the longer survives; ties: smaller id
+    assert client.list_datasets().total == 0 and client.list_runs().total == 0  # nothing of it in this catalog
+    with pytest.raises(errors.Invalid, match="unknown parameter"):
+        client.dedupe_files([src], tmp_path / "o2.jsonl", minhash={"treshold": 0.7})
+    with pytest.raises(errors.MissingFile, match="no such file"):  # a NotFound: exit 4, once a traceback
+        client.dedupe_files([tmp_path / "nope.jsonl"], tmp_path / "o3.jsonl")
+    with Client("http://127.0.0.1:9") as remote, pytest.raises(errors.Invalid, match="runs in-process only"):
+        remote.dedupe_files([src], tmp_path / "o4.jsonl")
+
+
+def test_the_tier_and_gc_commands_call_the_service(settings: Settings, tmp_path: Path) -> None:
+    """``lineage tier plan`` / ``apply`` and ``gc``, run as a user runs them, over the service's answers."""
+    from tests.support.cli import lineage
+
+    cold = tmp_path / "cold-tier"
+    config = tmp_path / "lineage.toml"
+    config.write_text(
+        f'[[tiers]]\nname = "cold"\nkind = "posix"\nroot = "{cold}"\nclass = "cold"\n\n'
+        '[placement]\ncold_tier = "cold"\ncold_after_days = 0\n'
+    )
+    corpus = write_jsonl(tmp_path / "raw" / "a.jsonl", RECORDS).parent
+    with Client(settings=settings) as c:
+        c.run_pipeline(_pipeline(corpus))
+        c.create_release("clean@one")
+    home, env = settings.home, {"LINEAGE_CONFIG": str(config)}
+    plan = json.loads(lineage(home, "tier", "plan", "--json", **env).stdout)
+    assert plan == [{"release": "clean@one", "from_tier": "local", "to_tier": "cold", "reason": plan[0]["reason"]}]
+    applied = lineage(home, "tier", "apply", "--workers", "1", **env).stdout
+    assert "move clean@one: local → cold" in applied and "clean@one on cold: verified; copied 1 files" in applied
+    assert lineage(home, "tier", "plan", **env).stdout.strip() == "nothing to move"
+    garbage = json.loads(lineage(home, "gc", "--dry-run", "--json", **env).stdout)
+    assert garbage["dry_run"] is True and garbage["deleted_files"] == [] and garbage["kept_files"] > 0

@@ -1,4 +1,4 @@
-"""What ``lineage dedupe`` does: near-duplicate removal for someone who just has files.
+"""Near-duplicate removal for someone who just has files (``lineage dedupe``, ``Service.dedupe_files``).
 
 Runs a throw-away pipeline (convert → ``minhash_dedupe``) on the chosen engine, then streams each
 input once more and writes the kept records *byte for byte* in the input's own format, plus a
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from lineage.catalog import Catalog
 from lineage.catalog.queries import dataset_version
-from lineage.errors import Invalid
+from lineage.errors import Invalid, MissingFile
 from lineage.runs import Runner
 from lineage.settings import Settings, TierConfig
 from operators.convert.readers import open_decompressed
@@ -95,25 +95,18 @@ def dedupe_files(
     output: Path,
     *,
     settings: Settings,
-    threshold: float = 0.8,
-    num_perm: int = 128,
-    ngram: int = 5,
-    script: str = "auto",
-    bands: int | None = None,
-    rows: int | None = None,
-    verify: str = "exact",
+    params: MinHashParams | None = None,
     engine: str = "local",
     text_field: str = "text",
     id_field: str | None = None,
 ) -> DedupeSummary:
-    # validated here, before any work: a bad value is one clear error
-    params = MinHashParams(
-        threshold=threshold, num_perm=num_perm, ngram=ngram, script=script, bands=bands, rows=rows, verify=verify
-    )
+    """Write the kept records of ``inputs`` to ``output`` (a file for one input, else a folder), with the
+    report beside them. Bad paths and formats are refused before any work."""
+    params = params or MinHashParams()
     inputs = [p.resolve() for p in inputs]
     for p in inputs:
         if not p.is_file():
-            raise FileNotFoundError(f"no such file: {p}")
+            raise MissingFile(f"no such file: {p}")
         _format(p)
     targets, report_path = _targets(inputs, output)
     with tempfile.TemporaryDirectory(prefix="lineage-dedupe-") as tmp:
