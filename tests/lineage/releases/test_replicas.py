@@ -105,9 +105,7 @@ def test_sigkill_midway_leaves_source_intact_catalog_truthful_and_rerun_resumes(
 ) -> None:
     config = tmp_path / "lineage.toml"
     cold_root = settings.tier_config(cold).root
-    config.write_text(
-        f'[[tiers]]\nname = "cold"\nkind = "posix"\nroot = "{cold_root}"\nclass = "cold"\n'
-    )
+    config.write_text(f'[[tiers]]\nname = "cold"\nkind = "posix"\nroot = "{cold_root}"\nclass = "cold"\n')
     before = {f.path: f.xxh3_128 for f in replicas(catalog, release)["local"].files}
     primary = get_tier("local", settings)
     table_path = replicas(catalog, release)["local"].table_path
