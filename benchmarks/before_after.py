@@ -135,6 +135,17 @@ BENCHES: dict[str, Bench] = {
             Figure("reader: ours / plain scan, 8 ranks, warm, same run", _reader_row(8, "warm", "ratio")),
         ),
     ),
+    # One rank, best of 3 interleaved rounds per run: the 8-rank pass loads 2 cores to a load average of 6-7,
+    # which swings the 1-rank figures of the run after it by 10-15%; alone they are steadier.
+    "reader_1rank": Bench(
+        "reader.py",
+        ("--gb", "0.5", "--skip-ceph", "--rounds", "3", "--ranks", "1"),
+        (
+            Figure("reader alone: samples/s, 1 rank, cold", _reader_row(1, "cold", "ours_samples_per_s")),
+            Figure("reader alone: samples/s, 1 rank, warm", _reader_row(1, "warm", "ours_samples_per_s")),
+            Figure("reader alone: ours / plain scan, 1 rank, warm, same run", _reader_row(1, "warm", "ratio")),
+        ),
+    ),
     "reader_epoch": Bench(
         "reader_epoch.py",
         ("--gb", "0.5", "--epochs", "8"),

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -49,23 +50,48 @@ _LOCAL_DEFAULTS = {
 def spark_session(cfg: EngineConfig) -> tuple[SparkSession, bool]:
     """The active session if there is one (it is shared, never stopped by us); else a new one.
 
-    Returns (session, created). A new session gets the configured master and conf; for local
-    masters the workers run this interpreter with this project on their path.
+    Returns (session, created). A new session gets the configured master and conf; its Python
+    workers run this interpreter, and for local masters they also get this project on their path
+    and bind to loopback. The caller's environment is left as it was: a child process the caller
+    starts later (pip, say) would inherit a changed one. So the path and the address go through the
+    session's conf (``spark.executorEnv.PYTHONPATH``, ``spark.driver.*``). The interpreter cannot: an
+    in-process context reads ``PYSPARK_PYTHON`` from the environment once, when it starts (pyspark 4's
+    ``SparkContext``; ``spark.pyspark.python`` is read only by ``spark-submit``), so it is set for that
+    moment and put back. ``cfg.spark_conf`` overrides any of these.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
     local = cfg.spark_master.startswith("local")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf: dict[str, str] = {}
     if local:
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         path = [project_path(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(path))
+        conf |= _LOCAL_DEFAULTS | {
+            "spark.executorEnv.PYTHONPATH": os.pathsep.join(dict.fromkeys(path)),
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+        }
     builder = SparkSession.builder.master(cfg.spark_master).appName("lineage-ledger")
-    for key, value in {**(_LOCAL_DEFAULTS if local else {}), **cfg.spark_conf}.items():
+    for key, value in {**conf, **cfg.spark_conf}.items():
         builder = builder.config(key, value)
     log.info("starting Spark session on %s", cfg.spark_master)
-    return builder.getOrCreate(), True
+    with _environment(PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable)):
+        return builder.getOrCreate(), True
+
+
+@contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """``os.environ`` with ``values`` inside the block, exactly as before it afterwards."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 _MANIFEST = from_arrow_schema(MANIFEST_SCHEMA)
