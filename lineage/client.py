@@ -533,6 +533,45 @@ class Client:
         """Delete the files of runs that never committed (``dry_run``: only list them)."""
         return self._in_process("collect_garbage", lambda: self.service.collect_garbage(dry_run=dry_run))
 
+    # -- takedown ----------------------------------------------------------------------------------
+    def create_takedown(
+        self, selector: S.TakedownSelector | dict[str, Any], *, kind: str, reason: str
+    ) -> S.TakedownOut:
+        """Record a takedown request: ``selector`` is one of ``{"source": {"dataset", "path"?, "uri"?}}``,
+        ``{"sample_ids": [...]}``, ``{"content_hashes": [...]}`` or ``{"where": {"field", "op", "value"}}``."""
+        if isinstance(selector, S.TakedownSelector):
+            selector = selector.model_dump(mode="json", exclude_none=True)
+        body = {"selector": selector, "kind": kind, "reason": reason}
+        return self._call(
+            lambda: self.service.create_takedown(body, actor=self.actor), "POST", "/takedowns", S.TakedownOut, json=body
+        )
+
+    def list_takedowns(
+        self, limit: int | None = None, offset: int = 0, *, state: str | None = None
+    ) -> S.Page[S.TakedownOut]:
+        return self._call(
+            lambda: self.service.list_takedowns(limit, offset, state=state),
+            "GET",
+            "/takedowns",
+            S.Page[S.TakedownOut],
+            params={"limit": limit, "offset": offset, "state": state},
+        )
+
+    def get_takedown(self, request_id: int) -> S.TakedownOut:
+        return self._call(
+            lambda: self.service.get_takedown(request_id), "GET", f"/takedowns/{int(request_id)}", S.TakedownOut
+        )
+
+    def plan_takedown(self, request_id: int, *, sample_limit: int = 1000) -> S.TakedownPlan:
+        """Which live releases hold what request ``request_id`` names, where, who read them; changes nothing."""
+        return self._call(
+            lambda: self.service.plan_takedown(request_id, sample_limit=sample_limit),
+            "GET",
+            f"/takedowns/{int(request_id)}/plan",
+            S.TakedownPlan,
+            params={"sample_limit": sample_limit},
+        )
+
     # -- sample lineage -----------------------------------------------------------------------
     def sample_lineage(
         self, sample_id: str, *, dataset: str | None = None, include_text: bool = False

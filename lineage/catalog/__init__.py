@@ -14,6 +14,7 @@ from lineage.catalog.models import (
     Replica,
     ReplicaFile,
     Run,
+    TakedownRequest,
 )
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "Replica",
     "ReplicaFile",
     "Run",
+    "TakedownRequest",
 ]

@@ -262,3 +262,23 @@ class LineageEdge(Base):
     dataset_id: Mapped[int] = mapped_column(ForeignKey("lineage_nodes.id"), index=True)
     direction: Mapped[str] = mapped_column(String(3))  # in|out
     updated_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+
+
+class TakedownRequest(Base):
+    """A request to remove samples from every release that holds them (opt-out, copyright, privacy, ...).
+
+    ``selector`` says what goes, in exactly one form (``lineage.service.schemas.TakedownSelector``): a
+    source (dataset, optionally a path glob or a source URI), sample ids, content hashes, or a predicate
+    on a kept field. ``state`` moves planned → applied → purged."""
+
+    __tablename__ = "takedown_requests"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    selector: Mapped[dict[str, Any]] = mapped_column(repr=False)
+    kind: Mapped[str] = mapped_column(String(20))  # copyright|privacy|opt_out|quality|other
+    reason: Mapped[str] = mapped_column(Text)
+    requested_by: Mapped[str] = mapped_column(String(200))
+    state: Mapped[str] = mapped_column(String(20), default="planned")  # planned|applied|purged
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    applied_at: Mapped[datetime | None] = mapped_column(default=None)
+    purged_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from lineage.cli import datasets, dedupe, demo, export, gc, graph, release, run, sample, serve, tier, tokens
+from lineage.cli import datasets, dedupe, demo, export, gc, graph, release, run, sample, serve, takedown, tier, tokens
 from lineage.cli.app import new_app, new_group, report
 from lineage.errors import translate
 
@@ -61,6 +61,12 @@ def build_app() -> typer.Typer:
     tiers.command("verify")(tier.tier_verify)
     tiers.command("plan")(tier.tier_plan)
     tiers.command("apply")(tier.tier_apply)
+
+    takedowns = new_group(app, "takedown", "Takedown requests: record one, list them, plan one (nothing changes).")
+    takedowns.command("request")(takedown.takedown_request)
+    takedowns.command("list")(takedown.takedown_list)
+    takedowns.command("show")(takedown.takedown_show)
+    takedowns.command("plan")(takedown.takedown_plan)
 
     token_group = new_group(app, "token", "Create, list and revoke API tokens (roles: reader, writer, admin).")
     token_group.command("create")(tokens.token_create)

@@ -20,9 +20,9 @@ from sqlalchemy import Select, func, inspect, select
 from sqlalchemy.orm import Session
 
 from lineage import openlineage, releases
-from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, ReleasePin, Run, queries
+from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, ReleasePin, Run, TakedownRequest, queries
 from lineage.releases import placement, usage
-from lineage.service import auth, samples
+from lineage.service import auth, samples, takedowns
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.tables import Duck, TableCache
@@ -575,6 +575,33 @@ class Service:
         self, *, uri: str | None = None, dataset: str | None = None, version: int | None = None
     ) -> S.SourceReleases:
         return samples.source_releases(self.stores, uri=uri, dataset=dataset, version=version)
+
+    # -- takedown ----------------------------------------------------------------------------------
+    def create_takedown(self, body: S.TakedownCreate | dict[str, Any], *, actor: str = "local") -> S.TakedownOut:
+        """Record a takedown request (state ``planned``); ``actor`` is who asked. Nothing is removed yet."""
+        return takedowns.create(self.catalog, S.parse_input(S.TakedownCreate, body), actor)
+
+    def list_takedowns(
+        self, limit: int | None = None, offset: int = 0, *, state: str | None = None
+    ) -> S.Page[S.TakedownOut]:
+        """Takedown requests, newest first (only those in ``state``)."""
+        with self.catalog.session() as s:
+            query = select(TakedownRequest).order_by(TakedownRequest.id.desc())
+            if state is not None:
+                query = query.where(TakedownRequest.state == state)
+            return S.Page[S.TakedownOut].model_validate(
+                self._page(s, query, limit, offset, lambda _s, r: S.TakedownOut.model_validate(r))
+            )
+
+    def get_takedown(self, request_id: int) -> S.TakedownOut:
+        return takedowns.get(self.catalog, request_id)
+
+    def plan_takedown(self, request_id: int, *, sample_limit: int = 1000) -> S.TakedownPlan:
+        """Per live release: the samples the request names, the files holding them, the tiers and replicas
+        those bytes are on and the jobs that read it; and the versions built from it. Changes nothing."""
+        if not 0 <= sample_limit <= 100_000:
+            raise BadRequest(f"sample_limit must be 0-100000, got {sample_limit}")
+        return takedowns.plan(self.stores, self.get_takedown(request_id), sample_limit=sample_limit)
 
     # -- dataset-level lineage (OpenLineage) ----------------------------------------------------
     def ingest_event(self, event: openlineage.RunEvent | dict[str, Any]) -> S.EventAccepted:

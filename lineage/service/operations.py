@@ -100,6 +100,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "source-releases",
         service="source_releases",
     ),
+    # -- takedown ----------------------------------------------------------------------------
+    Operation("create_takedown", Kind.CATALOG, Http("POST", "/takedowns"), "takedown request"),
+    Operation("list_takedowns", Kind.CATALOG, Http("GET", "/takedowns"), "takedown list"),
+    Operation("get_takedown", Kind.CATALOG, Http("GET", "/takedowns/{request_id}"), "takedown show"),
+    Operation("plan_takedown", Kind.CATALOG, Http("GET", "/takedowns/{request_id}/plan"), "takedown plan"),
     # -- OpenLineage intake and the graph -------------------------------------------------------
     Operation("post_lineage_event", Kind.CATALOG, Http("POST", "/lineage"), "lineage-event", service="ingest_event"),
     Operation("lineage_graph", Kind.CATALOG, Http("GET", "/lineage"), "lineage-graph"),

@@ -611,3 +611,163 @@ class Health(BaseModel):
 
 
 _NODE_ID = re.compile(r"^(dataset|job):(.+)$")
+
+
+# -- takedown --------------------------------------------------------------------------------------
+TAKEDOWN_KINDS = ("copyright", "privacy", "opt_out", "quality", "other")
+SampleIdText = Annotated[str, Field(pattern=names.SAMPLE_ID_PATTERN)]
+
+
+class SourceSelector(BaseModel):
+    """Samples read from one source dataset: all of them, or those whose ``source_path`` matches a glob
+    (``*`` and ``?`` stay within a folder, ``**`` crosses folders) and/or that were read from one file URI
+    (a trailing ``/``: every file under that folder)."""
+
+    model_config = ConfigDict(extra="forbid")
+    dataset: Annotated[str, Field(pattern=names.NAME_PATTERN, max_length=names.NAME_MAX)]
+    path: Text | None = Field(default=None, min_length=1, max_length=4096, description="A glob on source_path.")
+    uri: Text | None = Field(default=None, min_length=1, max_length=4096, description="A source file's URI.")
+
+
+_PREDICATE_FIELD = r"^(meta\.[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}|source_dataset|source_uri|source_path)$"
+PredicateField = Annotated[str, Field(pattern=_PREDICATE_FIELD, examples=["meta.url", "meta.license", "source_uri"])]
+
+
+class FieldMatch(BaseModel):
+    """A condition on a field every sample keeps: ``meta.KEY`` (the record's other fields, compared as
+    text) or one of the source columns. ``glob`` and ``regex`` (RE2) match the whole value."""
+
+    model_config = ConfigDict(extra="forbid")
+    field: PredicateField
+    op: Literal["eq", "glob", "regex"]
+    value: Text
+
+
+class FieldIn(BaseModel):
+    """The field's value is one of ``value``."""
+
+    model_config = ConfigDict(extra="forbid")
+    field: PredicateField
+    op: Literal["in"]
+    value: list[Text] = Field(min_length=1, max_length=100_000)
+
+
+FieldPredicate = Annotated[FieldMatch | FieldIn, Field(discriminator="op")]
+
+
+def _unset(value: object) -> bool:
+    return value is None
+
+
+def _one_property(schema: dict[str, Any]) -> None:
+    """Exactly one of the properties, none of them null (their Python default is not part of the API)."""
+    schema.update(minProperties=1, maxProperties=1)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("default", None)
+
+
+class TakedownSelector(BaseModel):
+    """What a takedown removes, in exactly one form: the object has exactly one of these properties
+    (``minProperties``/``maxProperties`` 1 in its schema)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_one_property)
+    # absent, never null (see the schema): typed without None, and left out of answers when unset
+    source: SourceSelector = Field(default=None, exclude_if=_unset)  # type: ignore[assignment]
+    sample_ids: list[SampleIdText] = Field(  # type: ignore[assignment]
+        default=None, min_length=1, max_length=1_000_000, exclude_if=_unset
+    )
+    content_hashes: list[Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]] = Field(  # type: ignore[assignment]
+        default=None, min_length=1, max_length=1_000_000, exclude_if=_unset
+    )
+    where: FieldPredicate = Field(default=None, exclude_if=_unset)  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TakedownSelector:
+        given = [k for k in ("source", "sample_ids", "content_hashes", "where") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"give exactly one of source, sample_ids, content_hashes, where (got {', '.join(given) or 'none'})"
+            )
+        return self
+
+
+class TakedownCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    selector: TakedownSelector
+    kind: Literal["copyright", "privacy", "opt_out", "quality", "other"]
+    reason: Text = Field(min_length=1, max_length=10_000, description="Why, as the requester put it.")
+
+
+class TakedownOut(BaseModel):
+    """A takedown request: what goes, who asked, why and when, and how far it got."""
+
+    model_config = ConfigDict(from_attributes=True)
+    id: int
+    selector: TakedownSelector
+    kind: str
+    reason: str
+    requested_by: str
+    state: Literal["planned", "applied", "purged"]
+    created_at: UtcDatetime
+    applied_at: UtcDatetime | None = None
+    purged_at: UtcDatetime | None = None
+
+
+class AffectedFile(BaseModel):
+    path: str = Field(description="Relative to the release's data table, as in its manifest.")
+    rows: int
+    bytes: int
+    affected: int = Field(description="Samples of this file the takedown removes.")
+
+
+class ReplicaImpact(BaseModel):
+    """Where the affected files' bytes live: every copy of the release."""
+
+    tier: str
+    state: str
+    table_path: str
+    primary: bool
+
+
+class JobImpact(BaseModel):
+    """A training job that read the release (from its recorded reads)."""
+
+    job: str
+    ranks: int = Field(description="Ranks recorded.")
+    world_size: int
+    last_opened: UtcDatetime
+
+
+class ReleaseImpact(BaseModel):
+    release: str
+    state: str
+    dataset: str
+    version: int
+    samples: int = Field(description="Affected samples in the release.")
+    sample_ids: list[str] = Field(description="The first of them by id (``sample_limit``).")
+    files: list[AffectedFile]
+    replicas: list[ReplicaImpact]
+    jobs: list[JobImpact]
+
+
+class DownstreamVersion(BaseModel):
+    """A dataset version built (through dataset inputs, at any depth) from a version an affected release
+    pins."""
+
+    dataset: str
+    version: int
+    built_from: str = Field(description="The input version it was built from, as DATASET:vN.")
+    run_id: str
+
+
+class TakedownPlan(BaseModel):
+    """What applying the request would touch; computing it changes nothing."""
+
+    request: TakedownOut
+    releases: list[ReleaseImpact] = Field(description="Live releases (published or deprecated) holding samples.")
+    releases_checked: int
+    downstream: list[DownstreamVersion]
+    read_text: bool = Field(
+        description="Whether answering read record fields (``where`` on meta scans each version's meta once); "
+        "never the texts."
+    )

@@ -216,3 +216,32 @@ def test_the_sample_questions_in_the_terminal(cat: Catalog) -> None:
     assert "exactly one source" in refused.stderr
     bad = cat.lineage("samples", "clean", "--verdict", "maybe", code=3)
     assert bad.stderr.strip() == "error: verdict must be one of kept, dropped, modified, got 'maybe'"
+
+
+def test_takedown_request_list_show_and_plan_in_the_terminal(cat: Catalog, tmp_path: Path) -> None:
+    ids = tmp_path / "ids.txt"
+    ids.write_text(f"{sample_id('raw', 'id:curl')}\n\n")
+    made = json.loads(
+        cat.lineage(
+            "takedown", "request", "--kind", "opt_out", "--reason", "asked", "--sample-ids", str(ids), "--json"
+        ).stdout
+    )
+    assert made["state"] == "planned" and made["requested_by"] == getpass.getuser()
+    assert made == _json(cat.service.get_takedown(made["id"]))
+    plan = cat.lineage("takedown", "plan", str(made["id"])).stdout
+    assert "2 of 2 live releases hold 2 of the samples it names" in plan
+    assert "bytes on local: verified (primary)" in plan and "read by no recorded training job" in plan
+    assert json.loads(cat.lineage("takedown", "plan", str(made["id"]), "--json").stdout) == _json(
+        cat.service.plan_takedown(made["id"])
+    )
+    glob = cat.lineage(
+        "takedown", "request", "--kind", "copyright", "--reason", "r", "--source", "raw", "--path", "sub/*"
+    )
+    assert "recorded (copyright)" in glob.stdout
+    assert "opt_out" in cat.lineage("takedown", "list").stdout
+    assert "asked by" in cat.lineage("takedown", "show", str(made["id"])).stdout
+    both = cat.lineage(
+        "takedown", "request", "--kind", "other", "--reason", "r", "--source", "raw", "--sample-ids", str(ids), code=3
+    )
+    assert "exactly one of source, sample_ids, content_hashes, where" in both.stderr
+    assert "does not exist" in cat.lineage("takedown", "plan", "999", code=4).stderr

@@ -1,0 +1,236 @@
+"""Takedown requests and their plans: which live releases hold what a request names, where those bytes are,
+who trained on them, and what was built from them. Planning changes nothing.
+
+A request's selector becomes one filter on the sample columns every data table keeps (``source_*``,
+``sample_id``, ``content_hash``, ``meta``), never on ``text``: a source, ids or hashes are answered from
+those columns alone; a ``where`` on ``meta.KEY`` reads each version's ``meta`` once (DuckDB's JSON
+functions; pyarrow has none). Each live release's pinned Delta version is scanned with the filter and
+``__filename``, so the plan names the files that hold affected samples: the ones applying a takedown
+rewrites, the others stay shared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+from sqlalchemy import select
+
+from lineage import releases
+from lineage.catalog import Catalog, DatasetVersion, Release, Run, TakedownRequest, queries
+from lineage.catalog.models import as_utc
+from lineage.releases import usage
+from lineage.service import schemas as S
+from lineage.service.errors import BadRequest, NotFound
+from lineage.service.samples import Stores
+
+_SOURCE_COLUMNS = ("source_dataset", "source_uri", "source_path")
+
+
+def glob_regex(glob: str) -> str:
+    """An anchored RE2 pattern for a path glob: ``**`` any characters, ``*`` and ``?`` within a folder."""
+    parts = re.split(r"(\*\*|\*|\?)", glob)
+    wild = {"**": ".*", "*": "[^/]*", "?": "[^/]"}
+    return "^" + "".join(wild.get(p, re.escape(p)) for p in parts) + "$"
+
+
+def _match(column: pc.Expression, op: str, value: str | list[str]) -> pc.Expression:
+    if op == "eq":
+        return column == value
+    if op == "in":
+        return column.isin(value)
+    pattern = glob_regex(str(value)) if op == "glob" else f"^(?:{value})$"
+    return pc.match_substring_regex(column, pattern=pattern)
+
+
+def arrow_filter(selector: S.TakedownSelector) -> pc.Expression | None:
+    """The selector as a filter pyarrow pushes into the scan; None for a ``where`` on ``meta`` (DuckDB's)."""
+    if selector.source is not None:
+        src = selector.source
+        expr = pc.field("source_dataset") == src.dataset
+        if src.uri is not None:
+            uri = pc.field("source_uri")
+            expr &= pc.starts_with(uri, src.uri) if src.uri.endswith("/") else uri == src.uri
+        if src.path is not None:
+            expr &= _match(pc.field("source_path"), "glob", src.path)
+        return expr
+    if selector.sample_ids is not None:
+        return pc.field("sample_id").isin(selector.sample_ids)
+    if selector.content_hashes is not None:
+        return pc.field("content_hash").isin(selector.content_hashes)
+    where = selector.where
+    assert where is not None  # the model holds exactly one form
+    if where.field in _SOURCE_COLUMNS:
+        return _match(pc.field(where.field), where.op, where.value)
+    return None
+
+
+def _meta_sql(where: S.FieldPredicate) -> tuple[str, list[Any]]:
+    """The DuckDB condition of a ``where`` on ``meta.KEY`` (the value compared as text, as JSON holds it)."""
+    value = "json_extract_string(meta, ?)"
+    path = ["$." + ".".join(f'"{part}"' for part in where.field.removeprefix("meta.").split("."))]
+    if where.op == "eq":
+        return f"{value} = ?", [*path, where.value]
+    if where.op == "in":
+        return f"list_contains(?, {value})", [where.value, *path]
+    pattern = glob_regex(str(where.value)) if where.op == "glob" else f"^(?:{where.value})$"
+    return f"regexp_full_match({value}, ?)", [*path, pattern]
+
+
+def affected_rows(stores: Stores, key: tuple[str, str, int], selector: S.TakedownSelector) -> pa.Table:
+    """``sample_id`` and ``__filename`` of every sample of one Delta version the selector names."""
+    dataset: pads.Dataset = stores.tables.get(*key).dataset
+    expr = arrow_filter(selector)
+    if expr is not None:
+        return dataset.to_table(columns=["sample_id", "__filename"], filter=expr)
+    assert selector.where is not None
+    scanned = dataset.to_table(columns=["sample_id", "meta", "__filename"])
+    condition, params = _meta_sql(selector.where)
+    with stores.duck.tables(t=scanned) as con:
+        return con.sql(f'SELECT sample_id, "__filename" FROM t WHERE {condition}', params=params).to_arrow_table()
+
+
+# -- requests --------------------------------------------------------------------------------------
+def _check_pattern(selector: S.TakedownSelector) -> None:
+    """A ``regex`` that RE2 (pyarrow's and DuckDB's engine) cannot compile is refused when recorded, not
+    when planned."""
+    where = selector.where
+    if where is None or where.op != "regex":
+        return
+    try:
+        pc.match_substring_regex(pa.array([""]), pattern=f"^(?:{where.value})$")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise BadRequest(f"where.value is not a regular expression RE2 accepts: {exc}") from None
+
+
+def create(catalog: Catalog, body: S.TakedownCreate, actor: str) -> S.TakedownOut:
+    _check_pattern(body.selector)
+    with catalog.session() as s:
+        request = TakedownRequest(
+            selector=body.selector.model_dump(mode="json", exclude_none=True),
+            kind=body.kind,
+            reason=body.reason,
+            requested_by=actor,
+        )
+        s.add(request)
+        s.flush()
+        return S.TakedownOut.model_validate(request)
+
+
+def get(catalog: Catalog, request_id: int) -> S.TakedownOut:
+    with catalog.session() as s:
+        in_range = 0 < request_id < 2**31  # the id column is a 32-bit integer
+        request = s.get(TakedownRequest, request_id) if in_range else None
+        if request is None:
+            raise NotFound(f"takedown request {request_id} does not exist")
+        return S.TakedownOut.model_validate(request)
+
+
+# -- plans -----------------------------------------------------------------------------------------
+def plan(stores: Stores, request: S.TakedownOut, *, sample_limit: int) -> S.TakedownPlan:
+    with stores.catalog.session() as s:
+        live = select(Release).where(Release.state.in_(releases.LIVE_STATES)).order_by(Release.name, Release.tag)
+        found = [(r, _release_facts(s, r)) for r in s.scalars(live)]
+        runs = [(run.id, run.inputs) for run in s.scalars(select(Run).where(Run.status == "succeeded"))]
+        made_by = {dv.run_id: (dv.dataset.name, dv.version) for dv in s.scalars(select(DatasetVersion))}
+    impacts = []
+    for release, facts in found:
+        rows = affected_rows(stores, facts["key"], request.selector)
+        if not rows.num_rows:
+            continue
+        per_file = Counter(rows.column("__filename").to_pylist())
+        ids = sorted(rows.column("sample_id").to_pylist())
+        manifest_files = {f["path"]: f for f in facts["files"]}
+        impacts.append(
+            S.ReleaseImpact(
+                release=release.ref,
+                state=release.state,
+                dataset=facts["dataset"],
+                version=facts["version"],
+                samples=rows.num_rows,
+                sample_ids=ids[:sample_limit],
+                files=[
+                    S.AffectedFile(
+                        path=path,
+                        rows=manifest_files.get(path, {}).get("rows", 0),
+                        bytes=manifest_files.get(path, {}).get("size", 0),
+                        affected=n,
+                    )
+                    for path, n in sorted(per_file.items())
+                ],
+                replicas=facts["replicas"],
+                jobs=facts["jobs"],
+            )
+        )
+    sources = {(i.dataset, i.version) for i in impacts}
+    return S.TakedownPlan(
+        request=request,
+        releases=impacts,
+        releases_checked=len(found),
+        downstream=_downstream(sources, runs, made_by),
+        read_text=request.selector.where is not None and request.selector.where.field.startswith("meta."),
+    )
+
+
+def _release_facts(s: Any, release: Release) -> dict[str, Any]:
+    """What the plan says about a release, read while the session is open."""
+    dv = release.dataset_version
+    reads: dict[str, list[Any]] = {}
+    for read in s.scalars(usage.reads_query(release, None)):
+        reads.setdefault(read.job, []).append(read)
+    return {
+        "key": (dv.tier, dv.data_path, dv.data_delta_version),
+        "dataset": dv.dataset.name,
+        "version": dv.version,
+        "files": list(release.manifest.get("files", [])),
+        "replicas": [
+            S.ReplicaImpact(tier=r.tier, state=r.state, table_path=r.table_path, primary=r.primary)
+            for r in queries.replicas_of(s, release)
+        ],
+        "jobs": [
+            S.JobImpact(
+                job=job,
+                ranks=len({r.rank for r in rs}),
+                world_size=max(r.world_size for r in rs),
+                last_opened=max(as_utc(r.opened_at) for r in rs),
+            )
+            for job, rs in sorted(reads.items())
+        ],
+    }
+
+
+def _downstream(
+    sources: set[tuple[str, int]],
+    runs: list[tuple[str, list[Any]]],
+    made_by: dict[str, tuple[str, int]],
+) -> list[S.DownstreamVersion]:
+    """Versions built from ``sources`` through dataset inputs, followed to any depth (breadth first). A
+    downstream version may itself be released (and so also among the plan's releases)."""
+    found: list[S.DownstreamVersion] = []
+    seen: set[tuple[str, int]] = set()
+    frontier = sorted(sources)
+    while frontier:
+        nxt = []
+        for dataset, version in frontier:
+            for run_id, inputs in runs:
+                if run_id not in made_by or not any(
+                    i.get("kind") == "dataset" and i.get("dataset") == dataset and i.get("version") == version
+                    for i in inputs
+                ):
+                    continue
+                built = made_by[run_id]
+                if built in seen:
+                    continue
+                seen.add(built)
+                nxt.append(built)
+                found.append(
+                    S.DownstreamVersion(
+                        dataset=built[0], version=built[1], built_from=f"{dataset}:v{version}", run_id=run_id
+                    )
+                )
+        frontier = sorted(nxt)
+    return found
