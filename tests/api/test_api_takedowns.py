@@ -4,16 +4,14 @@ downstream versions of each release that holds the samples, and nothing changed 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from lineage import errors
 from lineage.client import Client
-from tests.support.api_world import ServerThread, World
+from tests.support.api_world import World
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", autouse=True)
 def mixed(world: World) -> str:
     """mix v1, built from clean v1 through a dataset input, released as mix@v1 (a downstream version)."""
     spec = {
@@ -28,30 +26,20 @@ def mixed(world: World) -> str:
     return "mix@v1"
 
 
-@pytest.fixture(params=["http", "local"])
-def sdk(request: pytest.FixtureRequest, world: World, mixed: str) -> Iterator[Client]:
-    if request.param == "http":
-        srv: ServerThread = request.getfixturevalue("server")
-        with Client(srv.url) as client:
-            yield client
-    else:
-        yield Client(service=world.service)
-
-
-def _plan(sdk: Client, selector: dict) -> dict[str, object]:
-    request = sdk.create_takedown(selector, kind="opt_out", reason="the author asked")
-    plan = sdk.plan_takedown(request.id)
+def _plan(client: Client, selector: dict) -> dict[str, object]:
+    request = client.create_takedown(selector, kind="opt_out", reason="the author asked")
+    plan = client.plan_takedown(request.id)
     assert plan.request == request and plan.releases_checked == 3  # clean@v1, clean@v2, mix@v1
     return {r.release: r for r in plan.releases} | {"_plan": plan}
 
 
-def test_a_source_glob_finds_the_releases_files_replicas_readers_and_downstream(sdk: Client, world: World) -> None:
-    found = _plan(sdk, {"source": {"dataset": "raw", "path": "sub/*"}})
+def test_a_source_glob_finds_the_releases_files_replicas_readers_and_downstream(client: Client, world: World) -> None:
+    found = _plan(client, {"source": {"dataset": "raw", "path": "sub/*"}})
     plan = found.pop("_plan")
     assert sorted(found) == ["clean@v1", "clean@v2", "mix@v1"]  # curl (sub/b.jsonl) is in all three
     v1 = found["clean@v1"]
     assert (v1.samples, v1.state, v1.dataset, v1.version) == (1, "published", "clean", 1)
-    manifest = {f.path: f for f in sdk.get_manifest("clean@v1").files}
+    manifest = {f.path: f for f in client.get_manifest("clean@v1").files}
     (only,) = v1.files
     assert only.path in manifest and (only.rows, only.bytes, only.affected) == (
         manifest[only.path].rows,
@@ -65,41 +53,41 @@ def test_a_source_glob_finds_the_releases_files_replicas_readers_and_downstream(
     assert plan.read_text is False
 
 
-def test_every_form_of_request(sdk: Client, world: World) -> None:
-    by_id = _plan(sdk, {"sample_ids": [world.kept]})
+def test_every_form_of_request(client: Client, world: World) -> None:
+    by_id = _plan(client, {"sample_ids": [world.kept]})
     assert {k for k in by_id if k != "_plan"} == {"clean@v1", "clean@v2", "mix@v1"}
     assert by_id["clean@v2"].sample_ids == [world.kept]
-    content_hash = sdk.sample_lineage(world.kept).sample["content_hash"]
-    assert by_id["clean@v1"].files == _plan(sdk, {"content_hashes": [content_hash]})["clean@v1"].files
-    added_uri = sdk.sample_lineage(world.added).source.uri
-    assert {k for k in _plan(sdk, {"source": {"dataset": "raw", "uri": added_uri}}) if k != "_plan"} == {"clean@v2"}
+    content_hash = client.sample_lineage(world.kept).sample["content_hash"]
+    assert by_id["clean@v1"].files == _plan(client, {"content_hashes": [content_hash]})["clean@v1"].files
+    added_uri = client.sample_lineage(world.added).source.uri
+    assert {k for k in _plan(client, {"source": {"dataset": "raw", "uri": added_uri}}) if k != "_plan"} == {"clean@v2"}
     folder = added_uri.rsplit("/", 1)[0] + "/"
-    assert _plan(sdk, {"source": {"dataset": "raw", "uri": folder}})["clean@v2"].samples == 4  # the whole corpus
-    lang = _plan(sdk, {"where": {"field": "meta.lang", "op": "eq", "value": "en"}})
+    assert _plan(client, {"source": {"dataset": "raw", "uri": folder}})["clean@v2"].samples == 4  # the whole corpus
+    lang = _plan(client, {"where": {"field": "meta.lang", "op": "eq", "value": "en"}})
     assert lang["clean@v1"].sample_ids == [world.kept] and lang["_plan"].read_text is True
-    many = _plan(sdk, {"where": {"field": "meta.lang", "op": "in", "value": ["fr", "en"]}})
+    many = _plan(client, {"where": {"field": "meta.lang", "op": "in", "value": ["fr", "en"]}})
     assert many["clean@v1"].samples == 1
-    regex = _plan(sdk, {"where": {"field": "source_path", "op": "regex", "value": "c\\.json.*"}})
+    regex = _plan(client, {"where": {"field": "source_path", "op": "regex", "value": "c\\.json.*"}})
     assert {k for k in regex if k != "_plan"} == {"clean@v2"}
-    nothing = _plan(sdk, {"source": {"dataset": "elsewhere"}})
+    nothing = _plan(client, {"source": {"dataset": "elsewhere"}})
     assert nothing["_plan"].releases == [] and nothing["_plan"].downstream == []
 
 
-def test_planning_changes_nothing_and_requests_are_recorded(sdk: Client, world: World) -> None:
-    before = [(r.ref, r.state, r.content_digest) for r in sdk.iter_all(sdk.list_releases)]
-    request = sdk.create_takedown({"sample_ids": [world.kept]}, kind="privacy", reason="a phone number")
-    sdk.plan_takedown(request.id, sample_limit=0)
-    assert [(r.ref, r.state, r.content_digest) for r in sdk.iter_all(sdk.list_releases)] == before
-    got = sdk.get_takedown(request.id)
+def test_planning_changes_nothing_and_requests_are_recorded(client: Client, world: World) -> None:
+    before = [(r.ref, r.state, r.content_digest) for r in client.iter_all(client.list_releases)]
+    request = client.create_takedown({"sample_ids": [world.kept]}, kind="privacy", reason="a phone number")
+    client.plan_takedown(request.id, sample_limit=0)
+    assert [(r.ref, r.state, r.content_digest) for r in client.iter_all(client.list_releases)] == before
+    got = client.get_takedown(request.id)
     assert (got.state, got.kind, got.requested_by, got.selector.sample_ids) == (
         "planned",
         "privacy",
         "local",
         [world.kept],
     )
-    assert request.id in {r.id for r in sdk.iter_all(sdk.list_takedowns, state="planned")}
-    assert sdk.list_takedowns(state="purged").total == 0
-    assert sdk.plan_takedown(request.id, sample_limit=0).releases[0].sample_ids == []
+    assert request.id in {r.id for r in client.iter_all(client.list_takedowns, state="planned")}
+    assert client.list_takedowns(state="purged").total == 0
+    assert client.plan_takedown(request.id, sample_limit=0).releases[0].sample_ids == []
 
 
 @pytest.mark.parametrize(
@@ -114,17 +102,17 @@ def test_planning_changes_nothing_and_requests_are_recorded(sdk: Client, world: 
         {"where": {"field": "meta.url", "op": "regex", "value": "(unclosed"}},  # refused when recorded
     ],
 )
-def test_a_request_that_names_nothing_clearly_is_refused(sdk: Client, selector: dict) -> None:
+def test_a_request_that_names_nothing_clearly_is_refused(client: Client, selector: dict) -> None:
     with pytest.raises(errors.Invalid):
-        sdk.create_takedown(selector, kind="opt_out", reason="x")
+        client.create_takedown(selector, kind="opt_out", reason="x")
 
 
-def test_unknown_requests_and_kinds_are_refused(sdk: Client) -> None:
+def test_unknown_requests_and_kinds_are_refused(client: Client) -> None:
     with pytest.raises(errors.NotFound):
-        sdk.plan_takedown(10**9)
-    with pytest.raises(errors.Invalid if not sdk.local else errors.NotFound):  # past the id column's range
-        sdk.get_takedown(2**62)
+        client.plan_takedown(10**9)
+    with pytest.raises(errors.Invalid if not client.local else errors.NotFound):  # past the id column's range
+        client.get_takedown(2**62)
     with pytest.raises(errors.Invalid):
-        sdk.create_takedown({"sample_ids": ["a"]}, kind="because", reason="x")
+        client.create_takedown({"sample_ids": ["a"]}, kind="because", reason="x")
     with pytest.raises(errors.Invalid):
-        sdk.create_takedown({"sample_ids": ["a"]}, kind="other", reason="")
+        client.create_takedown({"sample_ids": ["a"]}, kind="other", reason="")
