@@ -12,7 +12,6 @@ rewrites, the others stay shared.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Any
 
 import pyarrow as pa
@@ -142,8 +141,9 @@ def plan(stores: Stores, request: S.TakedownOut, *, sample_limit: int) -> S.Take
         rows = affected_rows(stores, facts["key"], request.selector)
         if not rows.num_rows:
             continue
-        per_file = Counter(rows.column("__filename").to_pylist())
-        ids = sorted(rows.column("sample_id").to_pylist())
+        per_file = {c["values"]: c["counts"] for c in pc.value_counts(rows.column("__filename")).to_pylist()}
+        first = pc.select_k_unstable(rows, k=min(sample_limit, rows.num_rows), sort_keys=[("sample_id", "ascending")])
+        ids = rows.column("sample_id").take(first).to_pylist()
         manifest_files = {f["path"]: f for f in facts["files"]}
         impacts.append(
             S.ReleaseImpact(
@@ -152,7 +152,7 @@ def plan(stores: Stores, request: S.TakedownOut, *, sample_limit: int) -> S.Take
                 dataset=facts["dataset"],
                 version=facts["version"],
                 samples=rows.num_rows,
-                sample_ids=ids[:sample_limit],
+                sample_ids=ids,
                 files=[
                     S.AffectedFile(
                         path=path,
