@@ -32,7 +32,7 @@ def demo(
 
 
 def run_demo(settings: Settings, data_dir: Path | None = None) -> None:
-    """The whole path through the service, as a user's own script would call it (``lineage.Client()``)."""
+    """The whole path through the service (what ``lineage.Client()`` calls in-process): run, publish, ask."""
     # start-up: the service and the run load SQLAlchemy, deltalake, DuckDB and numba
     from lineage.service.core import Service
     from pipelines.spec import PipelineSpec
