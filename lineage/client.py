@@ -347,10 +347,13 @@ class Client:
         data = self._request("GET", f"/releases/{name}/{tag}/replicas", params={"state": state})
         return [S.ReplicaOut.model_validate(r) for r in data]
 
-    def record_read(self, ref: str, *, job: str, world_size: int, rank: int, host: str = "") -> S.ReleaseReadOut:
-        """Record that one rank of a training job opened ``ref`` (a usage record)."""
+    def record_read(
+        self, ref: str, *, job: str, world_size: int, rank: int, host: str = "", override_reason: str | None = None
+    ) -> S.ReleaseReadOut:
+        """Record that one rank of a training job opened ``ref`` (a usage record; a withdrawn release only
+        with ``override_reason``, which is kept)."""
         name, tag = self._split(ref)
-        body = {"job": job, "world_size": world_size, "rank": rank, "host": host}
+        body = {"job": job, "world_size": world_size, "rank": rank, "host": host, "override_reason": override_reason}
         return self._call(
             lambda: self.service.record_read(ref, body, actor=self.actor),
             "POST",
@@ -452,10 +455,21 @@ class Client:
         )
 
     def export_release(
-        self, ref: str, out: Path, fmt: str = "jsonl", progress: Callable[[int], None] | None = None
+        self,
+        ref: str,
+        out: Path,
+        fmt: str = "jsonl",
+        progress: Callable[[int], None] | None = None,
+        *,
+        override_reason: str | None = None,
     ) -> S.ExportResult:
         """Write the release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``."""
-        return self._in_process("export_release", lambda: self.service.export_release(ref, out, fmt, progress))
+        return self._in_process(
+            "export_release",
+            lambda: self.service.export_release(
+                ref, out, fmt, progress, override_reason=override_reason, actor=self.actor
+            ),
+        )
 
     def dedupe_files(
         self,
@@ -484,12 +498,20 @@ class Client:
         bytes_per_s: float | None = None,
         on_bytes: Callable[[int], None] | None = None,
         engine: str = "local",
+        override_reason: str | None = None,
     ) -> S.ReplicaResult:
         """Make (or finish) a verified replica of ``ref`` on tier ``to``."""
         return self._in_process(
             "copy_release",
             lambda: self.service.copy_release(
-                ref, to, workers=workers, bytes_per_s=bytes_per_s, on_bytes=on_bytes, engine=engine
+                ref,
+                to,
+                workers=workers,
+                bytes_per_s=bytes_per_s,
+                on_bytes=on_bytes,
+                engine=engine,
+                override_reason=override_reason,
+                actor=self.actor,
             ),
         )
 
@@ -570,6 +592,13 @@ class Client:
             f"/takedowns/{int(request_id)}/plan",
             S.TakedownPlan,
             params={"sample_limit": sample_limit},
+        )
+
+    def apply_takedown(self, request_id: int, *, tag_suffix: str | None = None) -> S.TakedownApplied:
+        """Successor releases without the request's samples; the old ones withdrawn (rewrites tier data)."""
+        return self._in_process(
+            "apply_takedown",
+            lambda: self.service.apply_takedown(request_id, tag_suffix=tag_suffix, actor=self.actor),
         )
 
     # -- sample lineage -----------------------------------------------------------------------

@@ -55,6 +55,12 @@ class ReleaseConflict(ReleaseError, Conflict):
     code = "release_conflict"
 
 
+class ReleaseWithdrawn(ReleaseConflict):
+    """A takedown withdrew the release: reading, exporting or copying it needs an override reason."""
+
+    code = "release_withdrawn"
+
+
 @dataclass(frozen=True)
 class Rule:
     """One row of the table: the class (whose ``code`` keys the row), its HTTP status and the ``lineage``
@@ -83,6 +89,7 @@ TABLE: tuple[Rule, ...] = (
     Rule(ReleaseNotFound, 404, 4),
     Rule(ConcurrentChange, 409, 5),
     Rule(ReleaseConflict, 409, 5),
+    Rule(ReleaseWithdrawn, 409, 5),
     Rule(GateFailed, 409, 6),
     Rule(RunFailed, 500, 9),
     Rule(Corrupt, 500, 11),
@@ -163,6 +170,7 @@ __all__ = [
     "ReleaseConflict",
     "ReleaseError",
     "ReleaseNotFound",
+    "ReleaseWithdrawn",
     "Rule",
     "RunFailed",
     "TransferFailed",

@@ -117,7 +117,7 @@ class Release(Base):
     dataset_version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id"))
     content_digest: Mapped[str] = mapped_column(String(64))
     manifest: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
-    state: Mapped[str] = mapped_column(String(20), default="published")  # draft|published|deprecated
+    state: Mapped[str] = mapped_column(String(20), default="published")  # draft|published|deprecated|withdrawn
     # publish gate: conditions, measured results, and an admin override (who, when, why) if any
     gate: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_by: Mapped[str] = mapped_column(String(200), default="")
@@ -125,6 +125,10 @@ class Release(Base):
     deprecated_at: Mapped[datetime | None] = mapped_column(default=None)
     deprecation_reason: Mapped[str | None] = mapped_column(Text, default=None)
     dataset_version: Mapped[DatasetVersion] = relationship(default=None, repr=False)
+    # a takedown withdrew it: when, which request, and the release that replaces it (NAME@TAG)
+    withdrawn_at: Mapped[datetime | None] = mapped_column(default=None)
+    withdrawn_by: Mapped[int | None] = mapped_column(Integer, default=None)
+    successor: Mapped[str | None] = mapped_column(String(401), default=None)
 
     @property
     def ref(self) -> str:
@@ -149,6 +153,8 @@ class ReleaseRead(Base):
     host: Mapped[str] = mapped_column(String(200), default="")
     recorded_by: Mapped[str] = mapped_column(String(200), default="")
     opened_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    # why a withdrawn release was read anyway (a read of one needs a reason; see releases.check_servable)
+    override_reason: Mapped[str | None] = mapped_column(Text, default=None)
 
 
 class Replica(Base):

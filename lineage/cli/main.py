@@ -62,11 +62,14 @@ def build_app() -> typer.Typer:
     tiers.command("plan")(tier.tier_plan)
     tiers.command("apply")(tier.tier_apply)
 
-    takedowns = new_group(app, "takedown", "Takedown requests: record one, list them, plan one (nothing changes).")
+    takedowns = new_group(
+        app, "takedown", "Takedown requests: record, list, plan (changes nothing) and apply (successor releases)."
+    )
     takedowns.command("request")(takedown.takedown_request)
     takedowns.command("list")(takedown.takedown_list)
     takedowns.command("show")(takedown.takedown_show)
     takedowns.command("plan")(takedown.takedown_plan)
+    takedowns.command("apply")(takedown.takedown_apply)
 
     token_group = new_group(app, "token", "Create, list and revoke API tokens (roles: reader, writer, admin).")
     token_group.command("create")(tokens.token_create)

@@ -163,7 +163,7 @@ def release_list(
             r.dataset,
             str(r.dataset_version),
             f"{r.row_count:,}",
-            r.state,
+            f"{r.state} → {r.successor}" if r.successor else r.state,  # a withdrawn release names its successor
             r.published_at.strftime("%Y-%m-%d %H:%M"),
         )
     console.print(table)
@@ -246,10 +246,14 @@ def release_record_read(
     world_size: Annotated[int, typer.Option(help="How many ranks the job has.")] = 1,
     rank: Annotated[int, typer.Option(help="This rank: 0 .. world_size - 1.")] = 0,
     host: Annotated[str, typer.Option(help="The host the rank runs on (default: this one).")] = "",
+    override: Annotated[
+        str | None, typer.Option(help="A withdrawn release: serve it anyway, for this reason (it is recorded).")
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Record that one rank of a training job read the release (the training reader does this itself)."""
     body = {"job": job, "world_size": world_size, "rank": rank, "host": host or socket.gethostname()}
+    body["override_reason"] = override
     with open_service() as service:
         read = guard(lambda: service.record_read(ref, body, actor=getpass.getuser()), as_json=as_json)
     if as_json:

@@ -1,4 +1,4 @@
-"""``lineage takedown request/list/show/plan``: takedown requests (opt-out, copyright, privacy), and the plan
+"""``lineage takedown request/list/show/plan/apply``: takedown requests (opt-out, copyright, privacy), and the plan
 of one: which live releases hold what it names, in which files and on which tiers, who trained on them, and
 what was built from them (the service's ``create_takedown``, ``list_takedowns``, ``get_takedown``,
 ``plan_takedown``). Planning changes nothing."""
@@ -150,3 +150,29 @@ def takedown_plan(
             console.print("read by no recorded training job")
     for d in plan.downstream:
         console.print(f"downstream: {d.dataset} v{d.version} was built from {d.built_from} (run {d.run_id[:8]})")
+
+
+def takedown_apply(
+    request_id: Annotated[int, typer.Argument(help="The request's id.")],
+    tag_suffix: Annotated[
+        str | None, typer.Option(help="The successor releases' tag suffix (default -td<ID>).")
+    ] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Re-issue every live release holding the request's samples without them (only the files holding them
+    are rewritten) under a successor tag, and withdraw the old ones. Running it again finishes a killed apply."""
+    with open_service() as service:
+        applied = guard(
+            lambda: service.apply_takedown(request_id, tag_suffix=tag_suffix, actor=getpass.getuser()), as_json=as_json
+        )
+    if as_json:
+        print_json(applied)
+        return
+    for s in applied.successors:
+        console.print(
+            f"{s.release} withdrawn → {s.successor} ({s.dataset} v{s.version}): {s.samples_removed:,} samples removed, "
+            f"{s.files_rewritten} files rewritten"
+        )
+    if not applied.successors:
+        console.print("no live release holds the request's samples")
+    console.print(f"takedown request {applied.request.id}: {applied.request.state}")

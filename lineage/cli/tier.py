@@ -4,6 +4,7 @@ placement rules want (the service's ``copy_release``, ``move_release``, ``verify
 
 from __future__ import annotations
 
+import getpass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -31,7 +32,14 @@ def _release_bytes(service: Service, ref: str) -> int | None:
 
 
 def _replica_command(
-    service: Service, action: str, ref: str, to: str, workers: int, bandwidth_mb: float | None, engine: str = "local"
+    service: Service,
+    action: str,
+    ref: str,
+    to: str,
+    workers: int,
+    bandwidth_mb: float | None,
+    engine: str = "local",
+    override: str | None = None,
 ) -> None:
     """A copy, move or verify through the service, with a bar of the bytes copied."""
     options = {"workers": workers, "bytes_per_s": bandwidth_mb * 1e6 if bandwidth_mb else None, "engine": engine}
@@ -41,7 +49,8 @@ def _replica_command(
         task = progress.add_task(f"{action} {ref} → {to}{where}", total=total)
         advance = lambda n: progress.advance(task, n)  # noqa: E731
         if action == "copy":
-            out = guard(lambda: service.copy_release(ref, to, on_bytes=advance, **options))
+            who = {"override_reason": override, "actor": getpass.getuser()}
+            out = guard(lambda: service.copy_release(ref, to, on_bytes=advance, **options, **who))
         elif action == "move":
             out = guard(lambda: service.move_release(ref, to, on_bytes=advance, **options))
         else:
@@ -72,10 +81,13 @@ def tier_copy(
     workers: Annotated[int, typer.Option(help="Files copied in parallel (with --engine: per task).")] = 4,
     bandwidth: Annotated[float | None, typer.Option(help="Bandwidth limit in MB/s (for the whole job).")] = None,
     engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
+    override: Annotated[
+        str | None, typer.Option(help="A withdrawn release: serve it anyway, for this reason (it is recorded).")
+    ] = None,
 ) -> None:
     """Copy a release to a tier; each file is read back and checked. Resumes after a crash."""
     with open_service() as service:
-        _replica_command(service, "copy", ref, to, workers, bandwidth, engine)
+        _replica_command(service, "copy", ref, to, workers, bandwidth, engine, override)
 
 
 def tier_move(

@@ -42,7 +42,8 @@ class ManifestSource(Protocol):
     def manifest(self, ref: str) -> tuple[dict[str, Any], str, list[Location]]:
         """(manifest, content digest, every replica the catalog records, in any state)."""
 
-    def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None: ...
+    def record_read(self, ref: str, job: str, world_size: int, rank: int, override_reason: str | None = None) -> None:
+        """A usage record; the service refuses one of a withdrawn release without ``override_reason``."""
 
 
 class ServiceSource:
@@ -76,8 +77,10 @@ class ServiceSource:
         replicas = [Location(r.tier, r.table_path, r.state, r.detail) for r in self.client.list_replicas(ref)]
         return manifest, release.content_digest, replicas
 
-    def record_read(self, ref: str, job: str, world_size: int, rank: int) -> None:
-        self.client.record_read(ref, job=job, world_size=world_size, rank=rank, host=socket.gethostname())
+    def record_read(self, ref: str, job: str, world_size: int, rank: int, override_reason: str | None = None) -> None:
+        self.client.record_read(
+            ref, job=job, world_size=world_size, rank=rank, host=socket.gethostname(), override_reason=override_reason
+        )
 
 
 class CatalogSource(ServiceSource):
@@ -149,6 +152,7 @@ class ReleaseReader:
         verify: bool = True,
         prefer_tier: str | None = None,
         job: str | None = None,
+        override_reason: str | None = None,
         source: ManifestSource | None = None,
         client: Client | None = None,
         url: str | None = None,
@@ -186,7 +190,8 @@ class ReleaseReader:
                 raise OSError(f"release {ref}: files hold {total} rows, manifest says {manifest['row_count']}")
             self.shard = Shard(total, world_size, rank, remainder)
             job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
-            source.record_read(ref, job, world_size, rank)
+            # before a sample is served: the service refuses a withdrawn release unless there is a reason
+            source.record_read(ref, job, world_size, rank, override_reason)
         self.consumed = 0
         local = node_world_size(local_world_size)
         # the node's cores are shared by its ranks: more decoders than that only contend, unless

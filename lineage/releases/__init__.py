@@ -19,11 +19,14 @@ from lineage.releases.publishing import (
     DRAFT,
     LIVE_STATES,
     PUBLISHED,
+    WITHDRAWN,
     ReleaseConflict,
+    check_servable,
     deprecate,
     primary_replica,
     publish,
     publish_draft,
+    withdraw,
 )
 
 __all__ = [
@@ -32,10 +35,12 @@ __all__ = [
     "LIVE_STATES",
     "MANIFEST_FORMAT",
     "PUBLISHED",
+    "WITHDRAWN",
     "ReleaseConflict",
     "ReleaseError",
     "ReleaseNotFound",
     "build_manifest",
+    "check_servable",
     "content_digest",
     "deprecate",
     "get_release",
@@ -43,4 +48,5 @@ __all__ = [
     "primary_replica",
     "publish",
     "publish_draft",
+    "withdraw",
 ]

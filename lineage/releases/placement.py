@@ -59,8 +59,8 @@ def active_pin(session: Session, release: Release) -> ReleasePin | None:
 def desired_class(session: Session, release: Release, settings: Settings) -> tuple[str, str]:
     """("hot" | "cold", why) for one release under the configured rules."""
     policy = settings.placement
-    if release.state == "deprecated":
-        return "cold", "deprecated"
+    if release.state in ("deprecated", "withdrawn"):  # a withdrawn release is served only with a reason
+        return "cold", release.state
     pin = active_pin(session, release)
     if pin is not None:
         return "hot", f"pinned until {_aware(pin.until):%Y-%m-%d %H:%M}"

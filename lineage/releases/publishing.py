@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
 from lineage.catalog.queries import dataset_version, get_release, parse_ref
-from lineage.errors import GateFailed, ReleaseConflict
+from lineage.errors import GateFailed, ReleaseConflict, ReleaseWithdrawn
 from lineage.releases.manifest import build_manifest, content_digest
 from lineage.releases.qc import GateConfig, build_report, evaluate_gate
 from lineage.settings import Settings
@@ -29,7 +29,7 @@ from lineage.settings import Settings
 log = logging.getLogger(__name__)
 
 
-DRAFT, PUBLISHED, DEPRECATED = "draft", "published", "deprecated"
+DRAFT, PUBLISHED, DEPRECATED, WITHDRAWN = "draft", "published", "deprecated", "withdrawn"
 # A live release may still be read: its files and pinned Delta versions are never deleted.
 LIVE_STATES = (PUBLISHED, DEPRECATED)
 
@@ -205,6 +205,30 @@ def publish_draft(
         if digest != release.content_digest:
             raise ReleaseConflict(f"release {ref}: its files changed since the draft was recorded; refusing to publish")
         _publish_recorded_draft(release, gate, override_reason, created_by)
+        return release, True
+
+
+def check_servable(release: Release, override_reason: str | None) -> None:
+    """Data of a withdrawn release is served (read, exported, copied) only with a reason, which the caller
+    records; without one the refusal names the successor to use instead."""
+    if release.state == WITHDRAWN and not override_reason:
+        raise ReleaseWithdrawn(
+            f"release {release.ref} was withdrawn by takedown request {release.withdrawn_by}: use its successor "
+            f"{release.successor}, or give an override reason (it is recorded)"
+        )
+
+
+def withdraw(catalog: Catalog, ref: str, *, successor: str, request_id: int) -> tuple[Release, bool]:
+    """Withdraw a live release in favour of ``successor`` (a takedown request's doing): it is no longer
+    served (readers, exports and tier copies refuse it, naming the successor). Again: a no-op."""
+    with catalog.session() as s:
+        release = get_release(s, ref)
+        if release.state == WITHDRAWN:
+            return release, False
+        if release.state not in LIVE_STATES:
+            raise ReleaseConflict(f"release {ref} is a {release.state}; only a live release can be withdrawn")
+        release.state, release.withdrawn_at = WITHDRAWN, utcnow()
+        release.withdrawn_by, release.successor = request_id, successor
         return release, True
 
 

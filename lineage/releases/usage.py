@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Release, ReleaseRead
 from lineage.errors import Invalid
+from lineage.releases.publishing import check_servable
 
 
 def check_rank(rank: int, world_size: int) -> None:
@@ -22,12 +23,27 @@ def check_rank(rank: int, world_size: int) -> None:
 
 
 def record_read(
-    session: Session, release: Release, *, job: str, world_size: int, rank: int, host: str, recorded_by: str
+    session: Session,
+    release: Release,
+    *,
+    job: str,
+    world_size: int,
+    rank: int,
+    host: str,
+    recorded_by: str,
+    override_reason: str | None = None,
 ) -> ReleaseRead:
-    """One rank of ``job`` opened ``release``."""
+    """One rank of ``job`` opened ``release`` (a withdrawn one only with ``override_reason``, kept here)."""
     check_rank(rank, world_size)
+    check_servable(release, override_reason)
     read = ReleaseRead(
-        release_id=release.id, job=job, world_size=world_size, rank=rank, host=host, recorded_by=recorded_by
+        release_id=release.id,
+        job=job,
+        world_size=world_size,
+        rank=rank,
+        host=host,
+        recorded_by=recorded_by,
+        override_reason=override_reason,
     )
     session.add(read)
     session.flush()

@@ -350,7 +350,14 @@ class Service:
         with self.catalog.session() as s:
             release = queries.get_release(s, ref)
             read = usage.record_read(
-                s, release, job=req.job, world_size=req.world_size, rank=req.rank, host=req.host, recorded_by=actor
+                s,
+                release,
+                job=req.job,
+                world_size=req.world_size,
+                rank=req.rank,
+                host=req.host,
+                recorded_by=actor,
+                override_reason=req.override_reason,
             )
             return S.ReleaseReadOut.model_validate({**_columns(read), "release": release.ref})
 
@@ -443,11 +450,42 @@ class Service:
         spec.base_dir = base_dir or Path.cwd()
         return self.run_pipeline(spec, engine=engine, progress=progress)
 
+    def _serve(self, ref: str, action: str, override_reason: str | None, actor: str) -> None:
+        """Data of a withdrawn release leaves the tiers only with a reason, recorded as a use of it."""
+        with self.catalog.session() as s:
+            try:
+                release = queries.get_release(s, ref)
+            except NotFound:  # the operation refuses it itself, after its own checks (an engine's extra first)
+                return
+            if release.state != releases.WITHDRAWN:
+                return
+            releases.check_servable(release, override_reason)
+            usage.record_read(
+                s,
+                release,
+                job=action,
+                world_size=1,
+                rank=0,
+                host="",
+                recorded_by=actor,
+                override_reason=override_reason,
+            )
+
     def export_release(
-        self, ref: str, out: Path, fmt: str = "jsonl", progress: Callable[[int], None] | None = None
+        self,
+        ref: str,
+        out: Path,
+        fmt: str = "jsonl",
+        progress: Callable[[int], None] | None = None,
+        *,
+        override_reason: str | None = None,
+        actor: str = "local",
     ) -> S.ExportResult:
-        """The release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``."""
+        """The release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}`` (a withdrawn release: only with
+        ``override_reason``)."""
         from lineage.releases.export import export_release  # start-up: deltalake, DuckDB
+
+        self._serve(ref, "lineage export", override_reason, actor)
 
         path, rows = export_release(self.catalog, self.settings, ref, Path(out), fmt, progress or (lambda _n: None))
         return S.ExportResult(release=ref, path=str(path), rows=rows)
@@ -501,9 +539,14 @@ class Service:
         bytes_per_s: float | None = None,
         on_bytes: Callable[[int], None] | None = None,
         engine: str = "local",
+        override_reason: str | None = None,
+        actor: str = "local",
     ) -> S.ReplicaResult:
-        """Make (or finish) a verified replica of ``ref`` on tier ``to``; each file is read back and checked."""
+        """Make (or finish) a verified replica of ``ref`` on tier ``to``; each file is read back and checked
+        (a withdrawn release: only with ``override_reason``)."""
         from lineage.releases import replicas  # start-up: deltalake, the copy engines
+
+        self._serve(ref, f"tier copy to {to}", override_reason, actor)
 
         out = replicas.copy_release(
             self.catalog, self.settings, ref, to, **_copy_options(workers, bytes_per_s, on_bytes, engine)
@@ -602,6 +645,15 @@ class Service:
         if not 0 <= sample_limit <= 100_000:
             raise BadRequest(f"sample_limit must be 0-100000, got {sample_limit}")
         return takedowns.plan(self.stores, self.get_takedown(request_id), sample_limit=sample_limit)
+
+    def apply_takedown(
+        self, request_id: int, *, tag_suffix: str | None = None, actor: str = "local"
+    ) -> S.TakedownApplied:
+        """Successor releases without the request's samples (suffix ``tag_suffix``, default ``-td<id>``); the
+        old releases are withdrawn. Rewrites tier data: in-process only. Running it again finishes it."""
+        return takedowns.apply(
+            self.stores, self.settings, self.get_takedown(request_id), tag_suffix=tag_suffix, actor=actor
+        )
 
     # -- dataset-level lineage (OpenLineage) ----------------------------------------------------
     def ingest_event(self, event: openlineage.RunEvent | dict[str, Any]) -> S.EventAccepted:

@@ -122,6 +122,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("verify_release", Kind.TIER, TIER_DATA, "tier verify"),
     Operation("apply_placement", Kind.TIER, TIER_DATA, "tier apply"),
     Operation("collect_garbage", Kind.TIER, TIER_DATA, "gc"),
+    Operation("apply_takedown", Kind.TIER, TIER_DATA, "takedown apply"),
     # -- servers and the whole path -----------------------------------------------------------
     Operation("health", Kind.SERVER, Http("GET", "/health"), None),
     Operation("serve", Kind.SERVER, InProcess("starts the HTTP server itself"), "serve", service="", sdk=False),
@@ -132,6 +133,7 @@ OPERATIONS: tuple[Operation, ...] = (
 # (and health, which has no verb): the test checks that exactly these rows are TIER or SERVER.
 IN_PROCESS_VERBS = frozenset(
     {"run", "ingest", "dedupe", "export", "tier copy", "tier move", "tier verify", "tier apply", "gc"}
+    | {"takedown apply"}  # issue #22's: it rewrites the files holding the samples, where the tiers are
 )
 SERVER_OPERATIONS = frozenset({"serve", "demo", "health"})
 

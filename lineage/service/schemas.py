@@ -269,6 +269,9 @@ class ReadCreate(BaseModel):
     world_size: int = Field(ge=1, le=2**31 - 1, description="How many ranks the job has.")
     rank: int = Field(ge=0, le=2**31 - 1, description="This rank: 0 .. world_size - 1 (less than world_size).")
     host: Text = Field(default="", max_length=200, description="The host the rank runs on.")
+    override_reason: Text | None = Field(
+        default=None, min_length=1, max_length=2000, description="Why a withdrawn release is read anyway (recorded)."
+    )
 
     @model_validator(mode="after")
     def _rank_below_world_size(self) -> ReadCreate:
@@ -771,3 +774,19 @@ class TakedownPlan(BaseModel):
         description="Whether answering read record fields (``where`` on meta scans each version's meta once); "
         "never the texts."
     )
+
+
+class Successor(BaseModel):
+    """A release a takedown withdrew, and the one that replaces it."""
+
+    release: str = Field(description="The withdrawn release.")
+    successor: str = Field(description="Its successor: the same data without the request's samples.")
+    dataset: str
+    version: int = Field(description="The successor's dataset version.")
+    samples_removed: int
+    files_rewritten: int = Field(description="Files holding removed samples; every other file is shared.")
+
+
+class TakedownApplied(BaseModel):
+    request: TakedownOut
+    successors: list[Successor]

@@ -21,11 +21,12 @@ from sqlalchemy import select
 
 from lineage import releases
 from lineage.catalog import Catalog, DatasetVersion, Release, Run, TakedownRequest, queries
-from lineage.catalog.models import as_utc
-from lineage.releases import usage
+from lineage.catalog.models import as_utc, utcnow
+from lineage.releases import takedown, usage
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.samples import Stores
+from lineage.settings import Settings
 
 _SOURCE_COLUMNS = ("source_dataset", "source_uri", "source_path")
 
@@ -234,3 +235,46 @@ def _downstream(
                 )
         frontier = sorted(nxt)
     return found
+
+
+# -- apply -----------------------------------------------------------------------------------------
+def apply(
+    stores: Stores, settings: Settings, request: S.TakedownOut, *, tag_suffix: str | None, actor: str
+) -> S.TakedownApplied:
+    """For each live release holding the request's samples: a new version without them (only the files
+    holding them rewritten), released under a successor tag, then the old release withdrawn. Each step
+    is idempotent, so an apply that was killed is finished by running it again."""
+    suffix = tag_suffix if tag_suffix is not None else f"-td{request.id}"
+    done = []
+    for impact in plan(stores, request, sample_limit=0).releases:
+        with stores.catalog.session() as s:
+            dv = queries.get_release(s, impact.release).dataset_version
+            key = (dv.tier, dv.data_path, dv.data_delta_version)
+        rows = affected_rows(stores, key, request.selector)
+        drop: dict[str, list[str]] = {}
+        for sample, path in zip(
+            rows.column("sample_id").to_pylist(), rows.column("__filename").to_pylist(), strict=True
+        ):
+            drop.setdefault(path, []).append(sample)
+        removed = takedown.remove_samples(stores.catalog, settings, impact.dataset, impact.version, drop, request.id)
+        name, tag = impact.release.split("@")
+        successor = f"{name}@{tag}{suffix}"
+        releases.publish(
+            stores.catalog, settings, successor, dataset=impact.dataset, version=removed.version, created_by=actor
+        )
+        releases.withdraw(stores.catalog, impact.release, successor=successor, request_id=request.id)
+        done.append(
+            S.Successor(
+                release=impact.release,
+                successor=successor,
+                dataset=impact.dataset,
+                version=removed.version,
+                samples_removed=impact.samples,
+                files_rewritten=len(impact.files),
+            )
+        )
+    with stores.catalog.session() as s:
+        row = s.get(TakedownRequest, request.id)
+        if row.state == "planned":
+            row.state, row.applied_at = "applied", utcnow()
+    return S.TakedownApplied(request=get(stores.catalog, request.id), successors=done)

@@ -1,0 +1,206 @@
+"""Applying a takedown to one dataset version: a new version of the same dataset without the samples.
+
+Only the files that hold affected samples are rewritten. The new data version is one Delta commit of
+the old version's other files (shared, not copied) plus a rewritten copy of each affected file; the
+lineage version is the old one's files plus one part of ``takedown`` records (verdict ``dropped``, reason
+``takedown:<request id>``), so a sample's lineage says why it left. Quarantine and signature tables stay
+pinned at the old versions (purging their rows is a later step).
+
+The protocol is the run's (``README``: the commit protocol): a run row first, the Delta commits, then one
+catalog transaction that records the version and marks the run succeeded. A killed apply leaves a
+``running`` run whose files ``lineage gc`` reclaims; applying again finds the version a finished apply of
+the same request made from the same input (its run's ``inputs``) and reuses it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from sqlalchemy import func, select
+
+from lineage.catalog import Catalog, DatasetVersion, Run
+from lineage.catalog.models import utcnow
+from lineage.catalog.queries import dataset_version
+from lineage.settings import Settings
+from operators.lineage_records import LINEAGE_SCHEMA
+from operators.schema import SAMPLE_SCHEMA
+from pipelines.parquet_out import PartWriter
+from storage.delta import DataFile, commit_snapshot, describe_file, version_files
+from storage.layout import run_prefix
+from storage.tier import Tier, get_tier
+
+log = logging.getLogger(__name__)
+
+OPERATOR = "takedown"
+
+
+@dataclass(frozen=True)
+class Removed:
+    """The new version, and what it took out of the old one."""
+
+    dataset: str
+    version: int
+    samples: int
+    files_rewritten: int
+    files_shared: int
+    reused: bool = False  # an earlier apply of the request had made it already
+
+
+def pipeline_name(request_id: int) -> str:
+    return f"takedown-{request_id}"
+
+
+def remove_samples(
+    catalog: Catalog,
+    settings: Settings,
+    dataset: str,
+    version: int,
+    drop: dict[str, list[str]],
+    request_id: int,
+) -> Removed:
+    """A new version of ``dataset`` from ``version`` without the samples in ``drop`` (file -> sample ids,
+    files relative to the data table, as the plan names them)."""
+    with catalog.session() as s:
+        old = dataset_version(s, dataset, version)
+        for dv in s.scalars(select(DatasetVersion).where(DatasetVersion.dataset_id == old.dataset_id)):
+            run = s.get(Run, dv.run_id)
+            wanted = {"kind": "dataset", "dataset": dataset, "version": version}
+            if run is not None and run.pipeline == pipeline_name(request_id) and wanted in run.inputs:
+                return Removed(dataset, dv.version, 0, 0, 0, reused=True)
+        tier = get_tier(old.tier, settings)
+        paths = (old.data_path, old.data_delta_version, old.lineage_path, old.lineage_delta_version)
+        old_id, old_rows, old_schema, dataset_id = old.id, old.row_count, old.schema, old.dataset_id
+        step = 1 + max((len(r.operators) for r in [s.get(Run, old.run_id)] if r is not None), default=0)
+        run_id = str(uuid.uuid4())
+        s.add(
+            Run(
+                id=run_id,
+                pipeline=pipeline_name(request_id),
+                engine="local",
+                output_dataset=dataset,
+                operators=[{"name": OPERATOR, "version": "1", "params": {"request": request_id}}],
+                inputs=[{"kind": "dataset", "dataset": dataset, "version": version}],
+            )
+        )
+    data_path, data_version, lineage_path, lineage_version = paths
+    prefix = run_prefix(run_id)
+    kept, rewritten, removed = _rewrite_data(tier, data_path, data_version, drop, prefix, settings)
+    data_files = [describe_file(tier, data_path, f["path"]) for f in kept] + rewritten
+    ids = sorted(i for file_ids in drop.values() for i in file_ids)
+    lineage_files = [
+        describe_file(tier, lineage_path, f["path"]) for f in version_files(tier, lineage_path, lineage_version)
+    ]
+    lineage_files += _takedown_records(tier, lineage_path, prefix, run_id, step, ids, request_id, settings)
+    meta = {"lineage.run_id": run_id, "lineage.dataset": dataset, "lineage.takedown": str(request_id)}
+    new_data = commit_snapshot(tier, data_path, data_files, SAMPLE_SCHEMA, meta)
+    new_lineage = commit_snapshot(tier, lineage_path, lineage_files, LINEAGE_SCHEMA, meta)
+    with catalog.session() as s:
+        base = s.get(DatasetVersion, old_id)
+        number = 1 + (
+            s.scalar(select(func.max(DatasetVersion.version)).where(DatasetVersion.dataset_id == dataset_id)) or 0
+        )
+        dv = DatasetVersion(
+            version=number,
+            run_id=run_id,
+            tier=base.tier,
+            data_path=data_path,
+            data_delta_version=new_data,
+            lineage_path=lineage_path,
+            lineage_delta_version=new_lineage,
+            quarantine_path=base.quarantine_path,
+            quarantine_delta_version=base.quarantine_delta_version,
+            row_count=old_rows - removed,
+            bytes=sum(f.size for f in data_files),
+            quarantine_count=base.quarantine_count,
+            schema=old_schema,
+            signatures_path=base.signatures_path,
+            signatures_delta_version=base.signatures_delta_version,
+        )
+        dv.dataset = base.dataset
+        s.add(dv)
+        run = s.get(Run, run_id)
+        run.status, run.ended_at = "succeeded", utcnow()
+        run.counts = {
+            "steps": [
+                {
+                    "step": step,
+                    "operator": OPERATOR,
+                    "in": old_rows,
+                    "kept": old_rows - removed,
+                    "dropped": removed,
+                    "modified": 0,
+                    "reasons": {f"takedown:{request_id}": removed},
+                }
+            ],
+            "quarantine": {},
+            "output_rows": old_rows - removed,
+        }
+    log.info("takedown %d: %s v%d -> v%d without %d samples", request_id, dataset, version, number, removed)
+    return Removed(dataset, number, removed, len(rewritten), len(kept))
+
+
+def _rewrite_data(
+    tier: Tier, table: str, version: int, drop: dict[str, list[str]], prefix: str, settings: Settings
+) -> tuple[list[dict[str, Any]], list[DataFile], int]:
+    """(files kept as they are, rewritten copies of the affected ones, samples removed)."""
+    kept: list[dict[str, Any]] = []
+    rewritten: list[DataFile] = []
+    removed = 0
+    for f in version_files(tier, table, version):
+        gone = drop.get(f["path"])
+        if not gone:
+            kept.append(f)
+            continue
+        with tier.filesystem.open_input_file(tier.path(table, f["path"])) as handle:
+            rows = pq.read_table(handle)
+        rows = rows.select(SAMPLE_SCHEMA.names).cast(SAMPLE_SCHEMA)
+        left = rows.filter(pc.invert(pc.is_in(rows.column("sample_id"), pa.array(gone, pa.string()))))
+        removed += rows.num_rows - left.num_rows
+        if not left.num_rows:
+            continue
+        writer = PartWriter(
+            tier,
+            table,
+            prefix,
+            SAMPLE_SCHEMA,
+            file_rows=max(left.num_rows, 1),
+            row_group_rows=settings.parquet_row_group_rows,
+            row_group_bytes=settings.parquet_row_group_bytes,
+            part_label=f"takedown-{len(rewritten):05d}",
+        )
+        writer.write(left)
+        rewritten += [describe_file(tier, table, p) for p in writer.close()]
+    return kept, rewritten, removed
+
+
+def _takedown_records(
+    tier: Tier, table: str, prefix: str, run_id: str, step: int, ids: list[str], request_id: int, settings: Settings
+) -> list[DataFile]:
+    if not ids:
+        return []
+    n = len(ids)
+    records = pa.table(
+        {
+            "run_id": pa.repeat(pa.scalar(run_id), n),
+            "step": pa.repeat(pa.scalar(step, pa.int32()), n),
+            "operator": pa.repeat(pa.scalar(OPERATOR), n),
+            "operator_version": pa.repeat(pa.scalar("1"), n),
+            "sample_id": pa.array(ids, pa.string()),
+            "verdict": pa.repeat(pa.scalar("dropped"), n),
+            "reason": pa.repeat(pa.scalar(f"takedown:{request_id}"), n),
+            "related_ids": pa.nulls(n, LINEAGE_SCHEMA.field("related_ids").type),
+            "detail": pa.nulls(n, LINEAGE_SCHEMA.field("detail").type),
+        },
+        schema=LINEAGE_SCHEMA,
+    )
+    writer = PartWriter(
+        tier, table, prefix, LINEAGE_SCHEMA, file_rows=n, row_group_rows=settings.parquet_row_group_rows
+    )
+    writer.write(records)
+    return [describe_file(tier, table, p) for p in writer.close()]

@@ -1,0 +1,125 @@
+"""Applying a takedown on real Delta tables: successor releases without the samples, only the files that
+held them rewritten (the others shared), a ``takedown`` step in the samples' lineage, the old release
+withdrawn naming its successor; applying again changes nothing, and an apply killed half-way is finished."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lineage import errors
+from lineage.client import Client
+from lineage.releases import takedown
+from lineage.settings import Settings, TierConfig
+from operators.schema import sample_id
+from tests.support.api_world import build_corpus, spec
+
+CURL = sample_id("raw", "id:curl")  # read from sub/b.jsonl, kept by the pipeline
+
+
+@pytest.fixture
+def client(settings: Settings, tmp_path: Path) -> Iterator[Client]:
+    settings.parquet_file_rows = 1  # a file per sample: most files hold no affected sample
+    with Client(settings=settings) as c:
+        c.run_pipeline(spec(build_corpus(tmp_path / "raw")).model_dump(mode="json", exclude={"base_dir"}))
+        c.create_release("clean@v1")
+        yield c
+
+
+def test_apply_reissues_the_release_without_the_samples_sharing_untouched_files(client: Client, tmp_path: Path) -> None:
+    before = client.get_manifest("clean@v1")
+    request = client.create_takedown({"source": {"dataset": "raw", "path": "sub/*"}}, kind="opt_out", reason="asked")
+    (planned,) = client.plan_takedown(request.id).releases
+    applied = client.apply_takedown(request.id)
+    (done,) = applied.successors
+    assert (done.release, done.successor, done.dataset, done.version) == (
+        "clean@v1",
+        f"clean@v1-td{request.id}",
+        "clean",
+        2,
+    )
+    assert done.samples_removed == planned.samples == 1 and applied.request.state == "applied"
+
+    old, new = client.get_release("clean@v1"), client.get_release(done.successor)
+    assert (old.state, old.successor, old.withdrawn_by) == ("withdrawn", done.successor, request.id)
+    assert new.state == "published" and new.row_count == old.row_count - 1
+    after = client.get_manifest(done.successor)
+    affected = {f.path for f in planned.files}
+    shared = {f.path for f in before.files} - affected
+    assert shared and shared <= {f.path for f in after.files}  # the same files, not copies
+    assert not affected & {f.path for f in after.files}  # the files that held the samples were rewritten
+
+    exported = client.export_release(done.successor, tmp_path / "out")
+    texts = [json.loads(line)["text"] for line in Path(exported.path).read_text().splitlines()]
+    assert exported.rows == new.row_count and not any(t.startswith("command line tool") for t in texts)
+    v2 = next(v for v in client.sample_lineage(CURL).versions if v.version == 2)
+    assert not v2.in_output and v2.records[-1].operator == "takedown"
+    assert v2.records[-1].verdict == "dropped" and v2.records[-1].reason == f"takedown:{request.id}"
+
+    again = client.apply_takedown(request.id)  # nothing live holds the samples any more
+    assert again.successors == [] and client.list_versions("clean").total == 2
+
+
+def test_an_apply_killed_after_the_new_version_is_finished_by_running_it_again(client: Client) -> None:
+    request = client.create_takedown({"sample_ids": [CURL]}, kind="privacy", reason="x")
+    (impact,) = client.plan_takedown(request.id).releases
+    drop = {impact.files[0].path: [CURL]}
+    service = client.service
+    first = takedown.remove_samples(service.catalog, service.settings, "clean", 1, drop, request.id)  # then killed
+    assert first.version == 2 and not first.reused
+    (done,) = client.apply_takedown(request.id).successors
+    assert done.version == 2 and client.list_versions("clean").total == 2  # the finished version, reused
+    assert client.get_release("clean@v1").state == "withdrawn"
+
+
+def test_a_withdrawn_release_is_served_only_with_a_reason_which_is_recorded(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    """open_release, export and tier copy refuse it naming the successor; with a reason they serve it, and
+    the reason is in its usage records."""
+    from lineage.reader import open_release
+
+    request = client.create_takedown({"sample_ids": [CURL]}, kind="privacy", reason="x")
+    (done,) = client.apply_takedown(request.id).successors
+    named = f"use its successor {done.successor}"
+    with pytest.raises(errors.ReleaseWithdrawn, match=named):
+        open_release("clean@v1", settings=settings)
+    with pytest.raises(errors.ReleaseWithdrawn, match=named):
+        client.export_release("clean@v1", tmp_path / "out")
+    settings.tiers.append(TierConfig(name="cold", kind="posix", root=str(tmp_path / "cold")))
+    with pytest.raises(errors.ReleaseWithdrawn, match=named):
+        client.copy_release("clean@v1", "cold")
+    with pytest.raises(errors.ReleaseWithdrawn):
+        client.record_read("clean@v1", job="j", world_size=1, rank=0)
+
+    reader = open_release("clean@v1", settings=settings, override_reason="audit of the old release", job="audit")
+    assert sum(len(batch) for batch in reader) == client.get_release("clean@v1").row_count
+    client.export_release("clean@v1", tmp_path / "out", override_reason="legal hold copy")
+    assert {(r.job, r.override_reason) for r in client.list_reads("clean@v1").items} == {
+        ("audit", "audit of the old release"),
+        ("lineage export", "legal hold copy"),
+    }
+    successor = open_release(done.successor, settings=settings)
+    assert sum(len(batch) for batch in successor) == client.get_release(done.successor).row_count
+
+
+def test_the_takedown_commands_as_a_user_runs_them(client: Client, settings: Settings, tmp_path: Path) -> None:
+    from tests.support.cli import lineage
+
+    home = settings.home
+    made = lineage(
+        home, "takedown", "request", "--kind", "opt_out", "--reason", "r", "--source", "raw", "--path", "sub/*"
+    )
+    request_id = made.stdout.split()[2]
+    applied = lineage(home, "takedown", "apply", request_id).stdout
+    assert f"clean@v1 withdrawn → clean@v1-td{request_id}" in applied and "applied" in applied
+    assert f"withdrawn → clean@v1-td{request_id}" in lineage(home, "release", "list").stdout
+    refused = lineage(home, "export", "clean@v1", "--out", str(tmp_path / "e"), check=False)
+    assert refused.returncode == 5 and refused.stderr.strip().splitlines() == [
+        f"error: release clean@v1 was withdrawn by takedown request {request_id}: use its successor "
+        f"clean@v1-td{request_id}, or give an override reason (it is recorded)"
+    ]
+    assert "wrote" in lineage(home, "export", "clean@v1", "--out", str(tmp_path / "e"), "--override", "audit").stdout
