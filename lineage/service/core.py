@@ -20,9 +20,19 @@ from sqlalchemy import Select, func, inspect, select
 from sqlalchemy.orm import Session
 
 from lineage import openlineage, releases
-from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, ReleasePin, Run, queries
+from lineage.catalog import (
+    Catalog,
+    Dataset,
+    DatasetVersion,
+    EvalSet,
+    EvalSetVersion,
+    Release,
+    ReleasePin,
+    Run,
+    queries,
+)
 from lineage.releases import placement, usage
-from lineage.service import auth, samples
+from lineage.service import auth, evalsets, samples
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.tables import Duck, TableCache
@@ -390,6 +400,84 @@ class Service:
             S.PlannedMove(release=m.release, from_tier=m.from_tier, to_tier=m.to_tier, reason=m.reason)
             for m in placement.plan_moves(self.catalog, self.settings)
         ]
+
+    # -- eval sets (lineage.service.evalsets) --------------------------------------------------
+    def list_evalsets(
+        self, limit: int | None = None, offset: int = 0, *, state: str | None = None
+    ) -> S.Page[S.EvalSetOut]:
+        with self.catalog.session() as s:
+            query = select(EvalSet).order_by(EvalSet.name)
+            if state is not None:
+                query = query.where(EvalSet.state == state)
+            return S.Page[S.EvalSetOut].model_validate(self._page(s, query, limit, offset, evalsets.evalset_out))
+
+    def get_evalset(self, name: str) -> S.EvalSetOut:
+        with self.catalog.session() as s:
+            return evalsets.evalset_out(s, evalsets.evalset_row(s, name))
+
+    def list_evalset_versions(self, name: str) -> list[S.EvalSetVersionOut]:
+        with self.catalog.session() as s:
+            es = evalsets.evalset_row(s, name)
+            query = select(EvalSetVersion).where(EvalSetVersion.eval_set_id == es.id).order_by(EvalSetVersion.version)
+            return [evalsets.version_out(v) for v in s.scalars(query)]
+
+    def get_evalset_version(self, name: str, version: int | None = None) -> S.EvalSetVersionOut:
+        """``name:v{version}`` (None: the latest)."""
+        with self.catalog.session() as s:
+            return evalsets.version_out(evalsets.version_row(s, name, version))
+
+    def diff_evalset(self, name: str, base: int, target: int) -> S.EvalSetDiff:
+        return evalsets.diff(self, name, base, target)
+
+    def deprecate_evalset(self, name: str, reason: str = "", *, actor: str = "local") -> S.EvalSetOut:
+        return evalsets.deprecate(self, name, reason, actor=actor)
+
+    def register_collection(
+        self, name: str, body: S.CollectionCreate | dict[str, Any], *, actor: str = "local"
+    ) -> S.EvalSetRegistered:
+        """A version of collection ``name`` pinning each member eval set at its version."""
+        return evalsets.register_collection(self, name, S.parse_input(S.CollectionCreate, body), actor=actor)
+
+    def register_evalset(
+        self,
+        name: str,
+        path: str,
+        *,
+        version: int | None = None,
+        task: str | None = None,
+        split: str | None = None,
+        language: str | None = None,
+        license: str | None = None,  # noqa: A002 (the field's name)
+        description: str | None = None,
+        text_fields: list[str] | tuple[str, ...] = ("text",),
+        join: str = "\n",
+        id_field: str | None = None,
+        tier: str | None = None,
+        fmt: str = "auto",
+        engine: str = "local",
+        base_dir: Path | None = None,
+        progress: ProgressFn | None = None,
+        actor: str = "local",
+    ) -> S.EvalSetRegistered:
+        """Register items (JSONL, Parquet, CSV) as ``name:v{version}`` (default: the next) through convert;
+        the same content again is a no-op, other content under a registered version a conflict."""
+        meta = {"task": task, "split": split, "language": language, "license": license, "description": description}
+        return evalsets.register(
+            self,
+            name,
+            path,
+            version=version,
+            meta={k: v for k, v in meta.items() if v is not None},
+            text_fields=list(text_fields),
+            join=join,
+            id_field=id_field,
+            tier=tier,
+            fmt=fmt,
+            engine=engine,
+            base_dir=base_dir,
+            progress=progress,
+            actor=actor,
+        )
 
     # -- data on the tiers: in-process only (no HTTP endpoint; see lineage.service.operations) ----
     def run_pipeline(

@@ -103,6 +103,15 @@ OPERATIONS: tuple[Operation, ...] = (
     # -- OpenLineage intake and the graph -------------------------------------------------------
     Operation("post_lineage_event", Kind.CATALOG, Http("POST", "/lineage"), "lineage-event", service="ingest_event"),
     Operation("lineage_graph", Kind.CATALOG, Http("GET", "/lineage"), "lineage-graph"),
+    # -- eval sets (registering reads files: in-process) ---------------------------------------
+    Operation("list_evalsets", Kind.CATALOG, Http("GET", "/evalsets"), "evalset list"),
+    Operation("get_evalset", Kind.CATALOG, Http("GET", "/evalsets/{name}"), "evalset show"),
+    Operation("list_evalset_versions", Kind.CATALOG, Http("GET", "/evalsets/{name}/versions"), "evalset show"),
+    Operation("get_evalset_version", Kind.CATALOG, Http("GET", "/evalsets/{name}/versions/{version}"), "evalset show"),
+    Operation("register_collection", Kind.CATALOG, Http("POST", "/evalsets/{name}/versions"), "evalset collect"),
+    Operation("diff_evalset", Kind.CATALOG, Http("GET", "/evalsets/{name}/diff"), "evalset diff"),
+    Operation("deprecate_evalset", Kind.CATALOG, Http("POST", "/evalsets/{name}/deprecate"), "evalset deprecate"),
+    Operation("register_evalset", Kind.TIER, TIER_DATA, "evalset register"),
     # -- tokens ------------------------------------------------------------------------------
     Operation("create_token", Kind.CATALOG, Http("POST", "/tokens"), "token create"),
     Operation("list_tokens", Kind.CATALOG, Http("GET", "/tokens"), "token list"),
@@ -126,7 +135,18 @@ OPERATIONS: tuple[Operation, ...] = (
 # What the issue names as the only exceptions to "every operation on all three surfaces", by CLI verb
 # (and health, which has no verb): the test checks that exactly these rows are TIER or SERVER.
 IN_PROCESS_VERBS = frozenset(
-    {"run", "ingest", "dedupe", "export", "tier copy", "tier move", "tier verify", "tier apply", "gc"}
+    {
+        "run",
+        "ingest",
+        "dedupe",
+        "export",
+        "tier copy",
+        "tier move",
+        "tier verify",
+        "tier apply",
+        "gc",
+        "evalset register",
+    }
 )
 SERVER_OPERATIONS = frozenset({"serve", "demo", "health"})
 

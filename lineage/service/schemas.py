@@ -611,3 +611,86 @@ class Health(BaseModel):
 
 
 _NODE_ID = re.compile(r"^(dataset|job):(.+)$")
+
+
+# -- eval sets (issue #19) ----------------------------------------------------------------------
+EvalSetOut = derive(
+    models.EvalSet,
+    "EvalSet",
+    extra={"versions": (list[int], []), "latest_version": (int | None, None)},
+    doc="An eval set (or a collection of them): task, split, language, licence, state, its version numbers.",
+)
+
+
+class EvalSetReport(BaseModel):
+    """What registering a version accepted but counted: items with an empty checked field (per field),
+    duplicate items (copies of an earlier item's text), items with fewer units than the n-gram size
+    (each counts as one n-gram), and the rows quarantined, by reason."""
+
+    items: int = 0
+    empty_fields: dict[str, int] = Field(default_factory=dict)
+    duplicate_items: int = 0
+    shorter_than_n: int = 0
+    word_ngram: int | None = None
+    char_ngram: int | None = None
+    quarantined: dict[str, int] = Field(default_factory=dict)
+
+
+EvalSetVersionOut = derive(
+    models.EvalSetVersion,
+    "EvalSetVersion",
+    exclude=("eval_set_id", "dataset_version_id", "report"),
+    extra={
+        "name": (str, ...),
+        "ref": (str, ...),
+        "kind": (str, ...),
+        "state": (str, ...),
+        "items": (str | None, Field(default=None, description="The dataset version holding the items (NAME:vN)")),
+        "report": (EvalSetReport, ...),
+    },
+    doc="One immutable version NAME:vN of an eval set: its items' dataset version (or a collection's members), "
+    "the fields checked and their join, and the bad-input report.",
+)
+
+
+class EvalSetRegistered(BaseModel):
+    """The version registered; ``changed`` is False when the same content was already that version."""
+
+    evalset: EvalSetVersionOut  # type: ignore[valid-type]
+    changed: bool
+
+
+class EvalSetDiff(BaseModel):
+    """Items added, removed and changed (same id, other text) from ``base`` to ``target`` (ids: the first 1000
+    of each); for collections, the members added and removed."""
+
+    base: str
+    target: str
+    added: int
+    removed: int
+    changed: int
+    added_items: list[str]
+    removed_items: list[str]
+    changed_items: list[str]
+    added_members: list[str] = Field(default_factory=list)
+    removed_members: list[str] = Field(default_factory=list)
+
+
+class CollectionCreate(BaseModel):
+    """A collection version: its members as NAME:vN (NAME alone: that set's latest version, pinned now)."""
+
+    model_config = ConfigDict(extra="forbid")
+    members: list[Annotated[str, Field(pattern=names.VERSION_REF_PATTERN, max_length=300)]] = Field(
+        min_length=1, max_length=1000
+    )
+    version: int | None = Field(default=None, ge=1)
+    task: Literal["mcq", "qa", "code", "function_call", "agent_trajectory", "other"] | None = None
+    split: Name | None = None
+    language: Annotated[Text, Field(max_length=40)] | None = None
+    license: Annotated[Text, Field(max_length=200)] | None = None
+    description: Annotated[Text, Field(max_length=100_000)] | None = None
+
+
+class EvalSetDeprecate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: Annotated[Text, Field(max_length=10_000)] = ""
