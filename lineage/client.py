@@ -476,6 +476,10 @@ class Client:
             json={k: v for k, v in body.items() if v is not None},
         )
 
+    def check_evalset(self, ref: str, *, releases: list[str] | None = None) -> S.EvalSetCheck:
+        """Check published releases (None: all) against eval set ``ref``, recording the result on each."""
+        return self._in_process("check_evalset", lambda: self.service.check_evalset(ref, releases=releases))
+
     def register_evalset(
         self,
         name: str,

@@ -124,6 +124,9 @@ class Release(Base):
     published_at: Mapped[datetime] = mapped_column(default_factory=utcnow)  # creation time for a draft
     deprecated_at: Mapped[datetime | None] = mapped_column(default=None)
     deprecation_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    # eval set versions checked against the release after publishing (``lineage evalset check``), by NAME:vN;
+    # the release's files and manifest are not changed
+    contamination_checks: Mapped[dict[str, Any]] = mapped_column(JSON, default_factory=dict)
     dataset_version: Mapped[DatasetVersion] = relationship(default=None, repr=False)
 
     @property

@@ -209,3 +209,29 @@ def evalset_deprecate(
         print_json(found)
         return
     console.print(f"{escape(found.name)}: {found.state}")
+
+
+def evalset_check(
+    ref: Ref,
+    releases: Annotated[str, typer.Option(help="'all' (every published release) or NAME@TAG,NAME@TAG.")] = "all",
+    as_json: AsJson = False,
+) -> None:
+    """Check published releases against an eval set version (a collection: each member) and record the
+    result on each release; the releases' files are not changed."""
+    chosen = None if releases == "all" else [r.strip() for r in releases.split(",") if r.strip()]
+    with open_service() as service:
+        found = guard(lambda: service.check_evalset(ref, releases=chosen), as_json=as_json)
+    if as_json:
+        print_json(found)
+        return
+    table = Table(title=f"Releases checked against {escape(found.evalset)}")
+    for col in ("release", "eval set", "contaminated items", "share", "samples"):
+        table.add_column(col)
+    for check in found.releases:
+        for key, r in check.evalsets.items():
+            colour = "red" if r.contaminated_items else "green"
+            table.add_row(
+                escape(check.release), escape(key), f"[{colour}]{r.contaminated_items:,}[/] of {r.items:,}",
+                f"{100 * r.share:.2f}%", f"{r.samples:,}",
+            )  # fmt: skip
+    console.print(table)

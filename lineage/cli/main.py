@@ -62,6 +62,7 @@ def build_app() -> typer.Typer:
     evalsets.command("show")(evalset.evalset_show)
     evalsets.command("diff")(evalset.evalset_diff)
     evalsets.command("deprecate")(evalset.evalset_deprecate)
+    evalsets.command("check")(evalset.evalset_check)
 
     tiers = new_group(app, "tier", "Copy, move and verify releases across storage tiers.")
     tiers.command("copy")(tier.tier_copy)

@@ -8,6 +8,7 @@ in the output. The gate compares it with a release config's conditions.
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
@@ -43,11 +44,26 @@ class GateConfig(BaseModel):
     max_exact_duplicate_rate: float | None = None
     # quality operators the release's pipeline chain must have applied, by name ("quality", "quality_c4")
     required_rule_sets: list[str] = Field(default_factory=list)
+    # eval set versions the publish checks the release against (NAME:vN, NAME, collections); None: every
+    # active eval set. Their contamination report is stored in the manifest whether or not a limit is set.
+    check_evalsets: list[str] | None = None
+    # at most this many contaminated items of an eval set version: {"mmlu-zh:v1" = 0}
+    max_contaminated_items: dict[str, int] = Field(default_factory=dict)
 
     @field_validator("required_rule_sets")
     @classmethod
     def _one_name(cls, names: list[str]) -> list[str]:
         return [operator_name(name) for name in names]  # an old rule-set name: warned, and mapped
+
+    @field_validator("max_contaminated_items")
+    @classmethod
+    def _versions(cls, limits: dict[str, int]) -> dict[str, int]:
+        for ref, limit in limits.items():
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}:v[0-9]{1,9}", ref) or limit < 0:
+                raise ValueError(
+                    f"max_contaminated_items: {ref!r} = {limit}: name an eval set version NAME:vN, limit >= 0"
+                )
+        return limits
 
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> GateConfig:  # type: ignore[override]
@@ -186,6 +202,11 @@ def evaluate_gate(report: dict[str, Any], gate: GateConfig) -> list[dict[str, An
                 gate.max_drop_rate_per_source,
                 rate <= gate.max_drop_rate_per_source,
             )
+    contamination = (report.get("contamination") or {}).get("evalsets", {})
+    for ref, limit in sorted(gate.max_contaminated_items.items()):
+        found = contamination.get(ref)
+        measured = found["contaminated_items"] if found is not None else "not checked"
+        check(f"max_contaminated_items[{ref}]", measured, limit, found is not None and measured <= limit)
     for rule_set in gate.required_rule_sets:
         check(
             f"required_rule_set[{rule_set}]",

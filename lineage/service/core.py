@@ -438,6 +438,18 @@ class Service:
         """A version of collection ``name`` pinning each member eval set at its version."""
         return evalsets.register_collection(self, name, S.parse_input(S.CollectionCreate, body), actor=actor)
 
+    def check_evalset(self, ref: str, *, releases: list[str] | None = None) -> S.EvalSetCheck:
+        """Check published releases (None: all) against eval set ``ref`` and record the result on each;
+        their files are not changed."""
+        from lineage.releases.contamination import check_releases  # start-up: numba kernels, deltalake
+
+        with self.catalog.session() as s:
+            canonical = evalsets.resolve(s, ref).ref
+        done = check_releases(self.catalog, self.settings, canonical, releases)
+        return S.EvalSetCheck(
+            evalset=canonical, releases=[S.ReleaseCheck(release=r, evalsets=results) for r, results in done]
+        )
+
     def register_evalset(
         self,
         name: str,

@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import DatasetVersion, EvalSet, EvalSetVersion, queries
 from lineage.catalog.models import utcnow
-from lineage.errors import Conflict, Invalid, NotFound
+from lineage.errors import Conflict, Invalid
 from lineage.service import schemas as S
 from storage import names
 
@@ -78,57 +78,15 @@ def check_evalset_name(name: str) -> str:
     return name
 
 
-def parse_ref(ref: str) -> tuple[str, int | None]:
-    """``NAME:vN`` / ``NAME:N`` → ``(name, N)``; ``NAME`` → ``(name, None)``; a release ref is refused."""
-    if "@" in ref:
-        raise Invalid(f"invalid eval set reference {ref!r}: expected NAME:vN or NAME ('@' is for release tags)")
-    return names.parse_version_ref(ref)
-
-
 def _columns(obj: Any) -> dict[str, Any]:
     return {c.key: getattr(obj, c.key) for c in inspect(type(obj)).column_attrs}
 
 
-# -- look-ups ----------------------------------------------------------------------------------
-def evalset_row(s: Session, name: str) -> EvalSet:
-    row = s.scalars(select(EvalSet).where(EvalSet.name == name)).first()
-    if row is None:
-        raise NotFound(f"eval set {name!r} does not exist")
-    return row
-
-
-def version_row(s: Session, name: str, version: int | None) -> EvalSetVersion:
-    es = evalset_row(s, name)
-    query = select(EvalSetVersion).where(EvalSetVersion.eval_set_id == es.id)
-    if version is None:
-        query = query.order_by(EvalSetVersion.version.desc())
-    else:
-        query = query.where(EvalSetVersion.version == version)
-    row = s.scalars(query.limit(1)).first()
-    if row is None:
-        raise NotFound(
-            f"eval set {name!r} has no version {version}" if version else f"eval set {name!r} has no versions"
-        )
-    return row
-
-
-def resolve(s: Session, ref: str) -> EvalSetVersion:
-    return version_row(s, *parse_ref(ref))
-
-
-def leaves(s: Session, ref: str) -> list[EvalSetVersion]:
-    """The item-holding versions ``ref`` stands for: itself, or a collection's members at their pinned
-    versions (collections of collections are followed), each once, in member order."""
-    found: dict[int, EvalSetVersion] = {}
-
-    def walk(v: EvalSetVersion) -> None:
-        if v.dataset_version_id is not None:
-            found.setdefault(v.id, v)
-        for member in v.members:
-            walk(resolve(s, member))
-
-    walk(resolve(s, ref))
-    return list(found.values())
+parse_ref = queries.parse_evalset_ref
+evalset_row = queries.evalset
+version_row = queries.evalset_version
+resolve = queries.resolve_evalset
+leaves = queries.evalset_leaves
 
 
 def evalset_out(s: Session, es: EvalSet) -> S.EvalSetOut:

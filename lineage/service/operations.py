@@ -112,6 +112,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("diff_evalset", Kind.CATALOG, Http("GET", "/evalsets/{name}/diff"), "evalset diff"),
     Operation("deprecate_evalset", Kind.CATALOG, Http("POST", "/evalsets/{name}/deprecate"), "evalset deprecate"),
     Operation("register_evalset", Kind.TIER, TIER_DATA, "evalset register"),
+    Operation("check_evalset", Kind.TIER, TIER_DATA, "evalset check"),
     # -- tokens ------------------------------------------------------------------------------
     Operation("create_token", Kind.CATALOG, Http("POST", "/tokens"), "token create"),
     Operation("list_tokens", Kind.CATALOG, Http("GET", "/tokens"), "token list"),

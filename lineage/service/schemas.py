@@ -337,6 +337,28 @@ class QcReport(BaseModel):
     rule_sets: list[str]
 
 
+class EvalSetContamination(BaseModel):
+    """One eval set version against a release: items contaminated (with the samples holding each, up to
+    100 listed), the samples involved, and the share of the set."""
+
+    items: int
+    contaminated_items: int
+    share: float
+    samples: int
+    item_samples: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class ContaminationReport(BaseModel):
+    """A release's texts checked for the n-grams of eval items (exact; see operators/contamination)."""
+
+    checked_samples: int
+    threshold: float = 0.0
+    coverage: str = "item"
+    ngrams: dict[str, int] = Field(default_factory=dict)
+    evalsets: dict[str, EvalSetContamination] = Field(default_factory=dict)
+    checked_at: UtcDatetime | None = None
+
+
 class Manifest(BaseModel):
     """What a release pins: the tier, the Delta versions of its tables, the files with checksums, row
     count, bytes, schema, quality counts and the QC report. Keys a newer server adds are kept."""
@@ -357,6 +379,9 @@ class Manifest(BaseModel):
     quality: ManifestQuality = ManifestQuality()
     run_id: str | None = None
     qc: QcReport | None = Field(default=None, description="None in releases published before QC reports.")
+    contamination: ContaminationReport | None = Field(
+        default=None, description="The release checked against eval sets at publish (None before issue #19)."
+    )
 
     def as_dict(self) -> dict[str, Any]:
         """The manifest as stored (JSON keys), e.g. for :func:`lineage.releases.content_digest`."""
@@ -694,3 +719,17 @@ class CollectionCreate(BaseModel):
 class EvalSetDeprecate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: Annotated[Text, Field(max_length=10_000)] = ""
+
+
+class ReleaseCheck(BaseModel):
+    """One release checked against an eval set's versions, as recorded on the release."""
+
+    release: str
+    evalsets: dict[str, EvalSetContamination]
+
+
+class EvalSetCheck(BaseModel):
+    """``lineage evalset check``: the releases checked against ``evalset`` (each member of a collection)."""
+
+    evalset: str
+    releases: list[ReleaseCheck]

@@ -70,10 +70,11 @@ def contained(items: dict[str, str], doc: str, p: NgramParams) -> dict[str, int]
     return found
 
 
-FILLER = (
+FILLER_TEXT = (
     "the package manager resolves dependencies before installing each archive and verifies its signature "
     "so that a broken mirror cannot replace a library with something else while users update their systems"
-).split()
+)
+FILLER = FILLER_TEXT.split()
 ZH_FILLER = "软件包管理器在安装每个归档文件之前会解析依赖关系并验证签名以防止损坏的镜像替换系统中的库文件"
 
 

@@ -1,4 +1,4 @@
-"""eval sets and their versions (issue #19)
+"""eval sets and their versions, and contamination checks recorded on releases (issue #19)
 
 Revision ID: 0005_evalsets
 Revises: 0004_release_read_recorder
@@ -54,8 +54,14 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("eval_set_id", "version"),
     )
+    with op.batch_alter_table("releases", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("contamination_checks", sa.JSON(), nullable=False, server_default=sa.text("'{}'"))
+        )
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("releases", schema=None) as batch_op:
+        batch_op.drop_column("contamination_checks")
     op.drop_table("eval_set_versions")
     op.drop_table("eval_sets")
