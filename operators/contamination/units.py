@@ -6,6 +6,10 @@ A **word** unit is a whitespace-delimited run; a **char** unit is one non-whites
 text is CJK by near-dedupe's rule (any Han, kana, Bopomofo or Hangul character, with the default
 ``cjk_ratio`` 0), so mixed Chinese/English text is one stream, not two halves.
 
+One difference, in the word stream only: a CJK character is a word of its own, so a Latin word written
+against Chinese text (``题目：In the …``, the colon deleted) is still the word ``in``. Text without CJK
+characters has exactly near-dedupe's word units, and CJK text is read in the character stream.
+
 Each unit comes with its 64-bit value (a word's FNV-1a-64 of its kept bytes through ``fmix64``, as
 near-dedupe computes it; a character's code point) and its byte span in the folded text, so an
 n-gram can be turned back into its exact string (:func:`unit_text`) to confirm a hash match.
@@ -21,7 +25,7 @@ import pyarrow as pa
 
 from operators.minhash._hashing import FNV_OFFSET, FNV_PRIME
 from operators.minhash.normalize import fold, punct_or_symbol_table
-from operators.minhash.shingle import _decode, _is_cjk_doc, fmix64, is_space, string_buffers
+from operators.minhash.shingle import _decode, _is_cjk_doc, fmix64, is_cjk, is_space, string_buffers
 
 WORD, CHAR = 0, 1
 
@@ -56,8 +60,20 @@ def _units_kernel(
                     h = FNV_OFFSET
                     in_word = False
             elif not drop[cp]:
-                if mode == CHAR:
-                    values[k] = np.uint64(cp)
+                if mode == CHAR or is_cjk(cp):  # in the word stream a CJK character is a word of its own
+                    if in_word:
+                        values[k] = fmix64(h)
+                        ends[k] = i
+                        k += 1
+                        h = FNV_OFFSET
+                        in_word = False
+                    if mode == CHAR:
+                        values[k] = np.uint64(cp)
+                    else:
+                        for j in range(i, nxt):
+                            h = (h ^ np.uint64(data[j])) * FNV_PRIME
+                        values[k] = fmix64(h)
+                        h = FNV_OFFSET
                     starts[k] = i
                     ends[k] = nxt
                     k += 1

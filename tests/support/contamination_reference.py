@@ -32,7 +32,8 @@ def normalise(text: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    return normalise(text).split()
+    """Whitespace-delimited words; a CJK character is a word of its own."""
+    return "".join(f" {ch} " if _is_cjk(ch) else ch for ch in normalise(text)).split()
 
 
 def chars(text: str) -> list[str]:

@@ -55,7 +55,7 @@ def test_mixed_script_text_is_one_stream() -> None:
     """A Latin item inside Chinese text is found (the word stream is probed too), and a Chinese item
     inside English text (the sample is CJK by near-dedupe's rule)."""
     idx = _index(_items())
-    zh_doc, en_doc = f"这是一个中文网页，内容如下 {OTHER_EN} 结束", f"Translated question: {LONG_ZH} end of page"
+    zh_doc, en_doc = f"这是一个中文网页，内容如下：{OTHER_EN}结束", f"Translated question: {LONG_ZH} end of page"
     got = [{m.item.item_id for m in p.matches} for p in idx.probe(pa.array([zh_doc, en_doc]))]
     assert got == [{"q6"}, {"q2"}]
 
