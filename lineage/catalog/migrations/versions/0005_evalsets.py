@@ -54,10 +54,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("eval_set_id", "version"),
     )
-    with op.batch_alter_table("releases", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("contamination_checks", sa.JSON(), nullable=False, server_default=sa.text("'{}'"))
-        )
+    # a plain ADD COLUMN (SQLite has it for a column with a constant default): a batch operation would copy
+    # ``releases``, which replicas, pins and reads refer to, and SQLite's foreign keys refuse dropping it
+    op.add_column(
+        "releases", sa.Column("contamination_checks", sa.JSON(), nullable=False, server_default=sa.text("'{}'"))
+    )
 
 
 def downgrade() -> None:
