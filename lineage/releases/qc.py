@@ -8,6 +8,7 @@ in the output. The gate compares it with a release config's conditions.
 
 from __future__ import annotations
 
+import json
 import re
 from html import escape
 from typing import Any
@@ -241,7 +242,9 @@ def histogram_svg(bars: list[tuple[str, float]], title: str, fmt: str = "{:,.0f}
     return "".join(parts)
 
 
-def report_html(ref: str, report: dict[str, Any], gate: dict[str, Any] | None) -> str:
+def report_html(
+    ref: str, report: dict[str, Any], gate: dict[str, Any] | None, contamination: dict[str, Any] | None = None
+) -> str:
     def bin_label(b: dict[str, Any]) -> str:
         return f"{b['from']}+" if b["to"] is None else f"{b['from']}–{b['to']}"
 
@@ -292,7 +295,25 @@ def report_html(ref: str, report: dict[str, Any], gate: dict[str, Any] | None) -
             if gate
             else ""
         )
+        + _contamination_html(contamination)
         + "</body></html>"
+    )
+
+
+def _contamination_html(contamination: dict[str, Any] | None) -> str:
+    """The publish's contamination report: per eval set version, items found, share, samples, and which."""
+    if not contamination:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(ref)}</td><td>{r['contaminated_items']:,} of {r['items']:,}</td>"
+        f"<td>{100 * r['share']:.2f}%</td><td>{r['samples']:,}</td>"
+        f"<td>{escape(', '.join(sorted(r.get('item_samples', {}))[:20]))}</td></tr>"
+        for ref, r in sorted(contamination.get("evalsets", {}).items())
+    )
+    return (
+        f"<h2>Contamination</h2><p>{contamination['checked_samples']:,} samples checked for the n-grams of eval "
+        f"items ({escape(json.dumps(contamination.get('ngrams', {})))}, exact)</p><table><tr><th>eval set</th>"
+        f"<th>contaminated items</th><th>share</th><th>samples</th><th>items (first 20)</th></tr>{rows}</table>"
     )
 
 

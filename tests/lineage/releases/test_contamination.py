@@ -180,3 +180,14 @@ def test_evalset_check_records_on_each_release_without_changing_it(world: World,
     one = svc.check_evalset("mmlu-zh", releases=["web-clean@v1"])  # NAME: its latest version
     assert [(r.release, r.evalsets["mmlu-zh:v1"].contaminated_items) for r in one.releases] == [("web-clean@v1", 0)]
     assert set(svc.get_release("web-clean@v1").contamination_checks) == {"fresh:v1", "mmlu-zh:v1"}
+
+
+def test_release_show_and_the_html_report_show_the_contamination(world: World, tmp_path: Path) -> None:
+    env = {"LINEAGE_CATALOG_URL": world.settings.catalog_url or ""}
+    shown = lineage(world.settings.home, "release", "show", "web-raw@v1", **env).stdout
+    assert "Contamination" in shown and "mmlu-zh:v1" in shown and "3 of 6" in shown and "at publish" in shown
+    out = tmp_path / "qc.html"
+    lineage(world.settings.home, "release", "report", "web-raw@v1", "--out", str(out), **env)
+    page = out.read_text(encoding="utf-8")
+    assert "<h2>Contamination</h2>" in page and "<td>mmlu-zh:v1</td><td>3 of 6</td><td>50.00%</td>" in page
+    assert sample_id("mmlu-zh", "id:q2") in page
