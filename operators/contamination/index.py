@@ -65,8 +65,25 @@ def _windows(
     return docs, starts, hashes
 
 
-def _gram(u: Units, start: int, size: int, mode: int) -> str:
-    return _SEP[mode].join(unit_text(u, j) for j in range(start, start + size))
+def _gram(u: Units, start: int, size: int, mode: int, cache: dict[int, str] | None = None) -> str:
+    """The n-gram's string; ``cache`` keeps unit strings across the overlapping windows of one probe."""
+    if cache is None:
+        return _SEP[mode].join(unit_text(u, j) for j in range(start, start + size))
+    parts = []
+    for j in range(start, start + size):
+        text = cache.get(j)
+        if text is None:
+            text = cache[j] = unit_text(u, j)
+        parts.append(text)
+    return _SEP[mode].join(parts)
+
+
+def _among(hashes: np.ndarray, sorted_index: np.ndarray) -> np.ndarray:
+    """Positions of ``hashes`` present in ``sorted_index`` (binary search; the probes are not sorted)."""
+    if not len(sorted_index) or not len(hashes):
+        return np.zeros(0, dtype=np.int64)
+    at = np.minimum(np.searchsorted(sorted_index, hashes), len(sorted_index) - 1)
+    return np.flatnonzero(sorted_index[at] == hashes)
 
 
 @dataclass(frozen=True)
@@ -154,18 +171,18 @@ class EvalIndex:
             streamed = ~cjk if mode == WORD else cjk
             if not lengths and not streamed.any():
                 continue
-            u = units(data, offsets, mode)
+            probed = np.ones(n_docs, dtype=bool) if mode == WORD else cjk
+            u = units(data, offsets, mode, probed)
             counts = np.diff(u.doc_offsets)
             n = self._n(mode)
             own = np.where(counts >= n, counts - n + 1, np.minimum(counts, 1))
             sample_ngrams = np.where(streamed, own, sample_ngrams)
-            probed = np.ones(n_docs, dtype=bool) if mode == WORD else cjk
+            cache: dict[int, str] = {}
             for m in lengths:
                 docs, starts, hashes = _windows(u.values, u.doc_offsets, np.where(probed, m, 0).astype(np.int64))
-                hits = np.flatnonzero(np.isin(hashes, self._sorted[(mode, m)]))
-                for w in hits.tolist():
+                for w in _among(hashes, self._sorted[(mode, m)]).tolist():
                     d, s = int(docs[w]), int(starts[w])
-                    gram = _gram(u, s, m, mode)
+                    gram = _gram(u, s, m, mode, cache)
                     for index in self._grams.get((mode, gram), ()):
                         match = found[d].setdefault(index, Match(self.items[index]))
                         match.item_ngrams.add(gram)

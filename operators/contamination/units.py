@@ -17,6 +17,7 @@ n-gram can be turned back into its exact string (:func:`unit_text`) to confirm a
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numba
@@ -32,9 +33,10 @@ WORD, CHAR = 0, 1
 
 @numba.njit(cache=True)
 def _units_kernel(
-    data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, mode: int
+    data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, mode: int, wanted: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(unit values, unit starts, unit ends, per-document offsets into the units)."""
+    """(unit values, unit starts, unit ends, per-document offsets into the units); a document not
+    ``wanted`` gets no units (it is not read)."""
     n_docs = len(offsets) - 1
     cap = offsets[n_docs] - offsets[0] + 1
     values = np.empty(cap, dtype=np.uint64)
@@ -43,6 +45,9 @@ def _units_kernel(
     doc_offsets = np.zeros(n_docs + 1, dtype=np.int64)
     k = 0
     for d in range(n_docs):
+        if not wanted[d]:
+            doc_offsets[d + 1] = k
+            continue
         i, end = offsets[d], offsets[d + 1]
         h = FNV_OFFSET
         in_word = False
@@ -121,8 +126,11 @@ def folded(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return string_buffers(fold(texts))
 
 
-def units(data: np.ndarray, offsets: np.ndarray, mode: int) -> Units:
-    values, starts, ends, doc_offsets = _units_kernel(data, offsets, punct_or_symbol_table(), mode)
+def units(data: np.ndarray, offsets: np.ndarray, mode: int, wanted: np.ndarray | None = None) -> Units:
+    """The units of every document (of those ``wanted``, when given; the others have none)."""
+    if wanted is None:
+        wanted = np.ones(len(offsets) - 1, dtype=np.bool_)
+    values, starts, ends, doc_offsets = _units_kernel(data, offsets, punct_or_symbol_table(), mode, wanted)
     return Units(data, values, starts, ends, doc_offsets)
 
 
@@ -131,11 +139,15 @@ def cjk_documents(data: np.ndarray, offsets: np.ndarray, cjk_ratio: float = 0.0)
     return _cjk_kernel(data, offsets, punct_or_symbol_table(), cjk_ratio)
 
 
+@functools.cache
+def _deletions() -> dict[int, None]:
+    """``str.translate`` table deleting what the kernels skip (P* and S* code points)."""
+    return dict.fromkeys(np.flatnonzero(punct_or_symbol_table()).tolist())
+
+
 def unit_text(u: Units, index: int) -> str:
     """Unit ``index`` as a string: its folded bytes, punctuation and symbols removed."""
-    raw = bytes(u.data[u.starts[index] : u.ends[index]]).decode("utf-8")
-    drop = punct_or_symbol_table()
-    return "".join(ch for ch in raw if not drop[ord(ch)])
+    return bytes(u.data[u.starts[index] : u.ends[index]]).decode("utf-8").translate(_deletions())
 
 
 def unit_counts(texts: pa.Array | pa.ChunkedArray, cjk_ratio: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
