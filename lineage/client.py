@@ -476,6 +476,36 @@ class Client:
             json={k: v for k, v in body.items() if v is not None},
         )
 
+    def record_eval_run(
+        self,
+        model: str,
+        checkpoint: str,
+        evalset: str,
+        metrics: dict[str, float] | None = None,
+        training_jobs: list[str] | None = None,
+    ) -> S.EvalRunOut:
+        body = {
+            "model": model,
+            "checkpoint": checkpoint,
+            "evalset": evalset,
+            "metrics": metrics or {},
+            "training_jobs": training_jobs or [],
+        }
+        return self._call(
+            lambda: self.service.record_eval_run(body, actor=self.actor), "POST", "/eval-runs", S.EvalRunOut, json=body
+        )
+
+    def get_eval_run(self, run_id: int) -> S.EvalRunProvenance:
+        return self._call(
+            lambda: self.service.get_eval_run(run_id), "GET", f"/eval-runs/{int(run_id)}", S.EvalRunProvenance
+        )
+
+    def release_evals(self, ref: str) -> S.ReleaseEvals:
+        name, tag = self._split(ref)
+        return self._call(
+            lambda: self.service.release_evals(ref), "GET", f"/releases/{name}/{tag}/evals", S.ReleaseEvals
+        )
+
     def check_evalset(self, ref: str, *, releases: list[str] | None = None) -> S.EvalSetCheck:
         """Check published releases (None: all) against eval set ``ref``, recording the result on each."""
         return self._in_process("check_evalset", lambda: self.service.check_evalset(ref, releases=releases))

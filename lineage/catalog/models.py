@@ -316,3 +316,20 @@ class EvalSetVersion(Base):
     @property
     def ref(self) -> str:
         return f"{self.eval_set.name}:v{self.version}"
+
+
+class EvalRun(Base):
+    """A model evaluated on an eval set version (issue #19, item 3): the model (name and checkpoint), the
+    metrics, and the training jobs that produced it, which the releases' usage records link to data."""
+
+    __tablename__ = "eval_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    model: Mapped[str] = mapped_column(String(300))
+    checkpoint: Mapped[str] = mapped_column(String(300))
+    eval_set_version_id: Mapped[int] = mapped_column(ForeignKey("eval_set_versions.id"), index=True)
+    metrics: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
+    training_jobs: Mapped[list[Any]] = mapped_column(default_factory=list)  # ReleaseRead.job values
+    recorded_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    eval_set_version: Mapped[EvalSetVersion] = relationship(default=None, repr=False)

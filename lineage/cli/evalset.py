@@ -235,3 +235,66 @@ def evalset_check(
                 f"{100 * r.share:.2f}%", f"{r.samples:,}",
             )  # fmt: skip
     console.print(table)
+
+
+def eval_record(
+    model: Annotated[str, typer.Option(help="The model's name.")],
+    checkpoint: Annotated[str, typer.Option(help="Its checkpoint or version.")],
+    evalset: Annotated[str, typer.Option(help="The eval set version, NAME:vN.")],
+    metric: Annotated[list[str] | None, typer.Option(help="NAME=VALUE (repeat).")] = None,
+    job: Annotated[list[str] | None, typer.Option(help="A training job that produced the model (repeat).")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Record an eval run: a model evaluated on an eval set version, and the training jobs behind it."""
+    metrics = {}
+    for item in metric or []:
+        key, sep, value = item.partition("=")
+        try:
+            metrics[key] = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"--metric takes NAME=NUMBER, got {item!r}") from None
+        if not sep:
+            raise typer.BadParameter(f"--metric takes NAME=NUMBER, got {item!r}")
+    body = {
+        "model": model,
+        "checkpoint": checkpoint,
+        "evalset": evalset,
+        "metrics": metrics,
+        "training_jobs": job or [],
+    }
+    with open_service() as service:
+        found = guard(lambda: service.record_eval_run(body), as_json=as_json)
+    if as_json:
+        print_json(found)
+        return
+    console.print(f"eval run {found.id}: {escape(found.model)}@{escape(found.checkpoint)} on {escape(found.evalset)}")
+
+
+def eval_show(run_id: Annotated[int, typer.Argument(help="The eval run's id.")], as_json: AsJson = False) -> None:
+    """An eval run, the releases its model trained on, and whether they held items of the eval set."""
+    with open_service() as service:
+        found = guard(lambda: service.get_eval_run(run_id), as_json=as_json)
+    if as_json:
+        print_json(found)
+        return
+    r = found.eval_run
+    console.print(f"eval run {r.id}: {escape(r.model)}@{escape(r.checkpoint)} on {escape(r.evalset)}: {r.metrics}")
+    for t in found.releases:
+        for c in t.contamination:
+            state = "not checked" if not c.checked else f"{c.contaminated_items} contaminated items"
+            console.print(
+                f"  trained on {escape(t.release)} (jobs {escape(', '.join(t.jobs))}): {escape(c.evalset)} {state}"
+            )
+    console.print(f"contaminated: {found.contaminated}")
+
+
+def release_evals(ref: Annotated[str, typer.Argument(help="NAME@TAG")], as_json: AsJson = False) -> None:
+    """The models trained on a release (jobs that read it) and their eval results."""
+    with open_service() as service:
+        found = guard(lambda: service.release_evals(ref), as_json=as_json)
+    if as_json:
+        print_json(found)
+        return
+    for e in found.evals:
+        r = e.eval_run
+        console.print(f"{escape(e.job)}: {escape(r.model)}@{escape(r.checkpoint)} on {escape(r.evalset)}: {r.metrics}")

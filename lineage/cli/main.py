@@ -54,6 +54,7 @@ def build_app() -> typer.Typer:
     releases.command("pins")(release.release_pins)
     releases.command("record-read")(release.release_record_read)
     releases.command("reads")(release.release_reads)
+    releases.command("evals")(evalset.release_evals)
 
     evalsets = new_group(app, "evalset", "Eval sets as versioned assets (NAME:vN): register, list, show, diff.")
     evalsets.command("register")(evalset.evalset_register)
@@ -63,6 +64,10 @@ def build_app() -> typer.Typer:
     evalsets.command("diff")(evalset.evalset_diff)
     evalsets.command("deprecate")(evalset.evalset_deprecate)
     evalsets.command("check")(evalset.evalset_check)
+
+    evals = new_group(app, "eval", "Eval runs: a model's results on an eval set version, traced to its data.")
+    evals.command("record")(evalset.eval_record)
+    evals.command("show")(evalset.eval_show)
 
     tiers = new_group(app, "tier", "Copy, move and verify releases across storage tiers.")
     tiers.command("copy")(tier.tier_copy)

@@ -9,15 +9,14 @@ in the output. The gate compares it with a release config's conditions.
 from __future__ import annotations
 
 import json
-import re
 from html import escape
-from typing import Any
+from typing import Annotated, Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 from sqlalchemy.orm import Session
 
 from lineage.catalog import DatasetVersion, Run
@@ -29,10 +28,14 @@ from operators.quality.base import QualityOperator
 from operators.quality.names import operator_name
 from operators.quality.report import rule_counts
 from operators.quality.scripts import script_counts
+from storage import names
 from storage.delta import version_dataset
 from storage.tier import get_tier
 
 LENGTH_BINS = [0, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 50_000, 100_000]
+
+
+EvalSetVersionRef = Annotated[str, StringConstraints(pattern=rf"^{names.NAME_PATTERN[1:-1]}:v[0-9]{{1,9}}$")]
 
 
 class GateConfig(BaseModel):
@@ -47,24 +50,18 @@ class GateConfig(BaseModel):
     required_rule_sets: list[str] = Field(default_factory=list)
     # eval set versions the publish checks the release against (NAME:vN, NAME, collections); None: every
     # active eval set. Their contamination report is stored in the manifest whether or not a limit is set.
-    check_evalsets: list[str] | None = None
+    check_evalsets: (
+        list[Annotated[str, StringConstraints(pattern=names.VERSION_REF_PATTERN, max_length=300)]] | None
+    ) = None
     # at most this many contaminated items of an eval set version: {"mmlu-zh:v1" = 0}
-    max_contaminated_items: dict[str, int] = Field(default_factory=dict)
+    max_contaminated_items: dict[EvalSetVersionRef, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict, json_schema_extra={"additionalProperties": False}
+    )
 
     @field_validator("required_rule_sets")
     @classmethod
     def _one_name(cls, names: list[str]) -> list[str]:
         return [operator_name(name) for name in names]  # an old rule-set name: warned, and mapped
-
-    @field_validator("max_contaminated_items")
-    @classmethod
-    def _versions(cls, limits: dict[str, int]) -> dict[str, int]:
-        for ref, limit in limits.items():
-            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}:v[0-9]{1,9}", ref) or limit < 0:
-                raise ValueError(
-                    f"max_contaminated_items: {ref!r} = {limit}: name an eval set version NAME:vN, limit >= 0"
-                )
-        return limits
 
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> GateConfig:  # type: ignore[override]

@@ -32,7 +32,7 @@ from lineage.catalog import (
     queries,
 )
 from lineage.releases import placement, usage
-from lineage.service import auth, evalsets, samples
+from lineage.service import auth, evalruns, evalsets, samples
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.tables import Duck, TableCache
@@ -437,6 +437,22 @@ class Service:
     ) -> S.EvalSetRegistered:
         """A version of collection ``name`` pinning each member eval set at its version."""
         return evalsets.register_collection(self, name, S.parse_input(S.CollectionCreate, body), actor=actor)
+
+    def record_eval_run(self, body: S.EvalRunCreate | dict[str, Any], *, actor: str = "local") -> S.EvalRunOut:
+        """A model (name, checkpoint) evaluated on an eval set version, with its metrics and training jobs."""
+        req = S.parse_input(S.EvalRunCreate, body)
+        with self.catalog.session() as s:
+            return evalruns.record(s, req, actor=actor)
+
+    def get_eval_run(self, run_id: int) -> S.EvalRunProvenance:
+        """The eval run, the releases its model trained on, and which of them held the set's items."""
+        with self.catalog.session() as s:
+            return evalruns.provenance(s, run_id)
+
+    def release_evals(self, ref: str) -> S.ReleaseEvals:
+        """The models trained on release ``ref`` (jobs that read it) and their eval results."""
+        with self.catalog.session() as s:
+            return evalruns.release_evals(s, ref)
 
     def check_evalset(self, ref: str, *, releases: list[str] | None = None) -> S.EvalSetCheck:
         """Check published releases (None: all) against eval set ``ref`` and record the result on each;

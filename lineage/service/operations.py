@@ -111,6 +111,9 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("register_collection", Kind.CATALOG, Http("POST", "/evalsets/{name}/versions"), "evalset collect"),
     Operation("diff_evalset", Kind.CATALOG, Http("GET", "/evalsets/{name}/diff"), "evalset diff"),
     Operation("deprecate_evalset", Kind.CATALOG, Http("POST", "/evalsets/{name}/deprecate"), "evalset deprecate"),
+    Operation("record_eval_run", Kind.CATALOG, Http("POST", "/eval-runs"), "eval record"),
+    Operation("get_eval_run", Kind.CATALOG, Http("GET", "/eval-runs/{run_id}"), "eval show"),
+    Operation("release_evals", Kind.CATALOG, Http("GET", "/releases/{name}/{tag}/evals"), "release evals"),
     Operation("register_evalset", Kind.TIER, TIER_DATA, "evalset register"),
     Operation("check_evalset", Kind.TIER, TIER_DATA, "evalset check"),
     # -- tokens ------------------------------------------------------------------------------

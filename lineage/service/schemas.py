@@ -733,3 +733,64 @@ class EvalSetCheck(BaseModel):
 
     evalset: str
     releases: list[ReleaseCheck]
+
+
+# -- eval runs: eval results traced to data (issue #19, item 3) --------------------------------------------
+class EvalRunCreate(BaseModel):
+    """A model evaluated on an eval set version, and the training jobs that produced it (the ``job`` of
+    their releases' usage records)."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: Annotated[Text, Field(min_length=1, max_length=300)]
+    checkpoint: Annotated[Text, Field(min_length=1, max_length=300)]
+    evalset: Annotated[str, Field(pattern=names.VERSION_REF_PATTERN, max_length=300)]
+    metrics: dict[Annotated[str, Field(max_length=200)], float] = Field(default_factory=dict, max_length=1000)
+    training_jobs: list[Annotated[Text, Field(min_length=1, max_length=300)]] = Field(
+        default_factory=list, max_length=1000
+    )
+
+
+EvalRunOut = derive(
+    models.EvalRun,
+    "EvalRun",
+    exclude=("eval_set_version_id",),
+    extra={"evalset": (str, ...)},
+    doc="A recorded evaluation: model and checkpoint, the eval set version, metrics, the training jobs.",
+)
+
+
+class ReleaseContamination(BaseModel):
+    """What is known of one eval set version in one release: None when it was never checked."""
+
+    evalset: str
+    checked: bool
+    contaminated_items: int | None = None
+    items: list[str] = Field(default_factory=list)
+
+
+class TrainedOn(BaseModel):
+    release: str
+    jobs: list[str]
+    contamination: list[ReleaseContamination]
+
+
+class EvalRunProvenance(BaseModel):
+    """For an eval run: the releases its model trained on (through its jobs' recorded reads), and whether
+    any of them held items of the eval set version (and which)."""
+
+    eval_run: EvalRunOut  # type: ignore[valid-type]
+    releases: list[TrainedOn]
+    contaminated: bool | None = Field(description="None when some release was never checked against the set")
+
+
+class ReleaseEval(BaseModel):
+    job: str
+    eval_run: EvalRunOut  # type: ignore[valid-type]
+
+
+class ReleaseEvals(BaseModel):
+    """For a release: the models trained on it (jobs that read it) and their eval results."""
+
+    release: str
+    jobs: list[str]
+    evals: list[ReleaseEval]

@@ -54,6 +54,20 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("eval_set_id", "version"),
     )
+    op.create_table(
+        "eval_runs",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("model", sa.String(length=300), nullable=False),
+        sa.Column("checkpoint", sa.String(length=300), nullable=False),
+        sa.Column("eval_set_version_id", sa.Integer(), nullable=False),
+        sa.Column("metrics", sa.JSON(), nullable=False),
+        sa.Column("training_jobs", sa.JSON(), nullable=False),
+        sa.Column("recorded_by", sa.String(length=200), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["eval_set_version_id"], ["eval_set_versions.id"]),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index(op.f("ix_eval_runs_eval_set_version_id"), "eval_runs", ["eval_set_version_id"], unique=False)
     # a plain ADD COLUMN (SQLite has it for a column with a constant default): a batch operation would copy
     # ``releases``, which replicas, pins and reads refer to, and SQLite's foreign keys refuse dropping it
     op.add_column(
@@ -64,5 +78,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table("releases", schema=None) as batch_op:
         batch_op.drop_column("contamination_checks")
+    op.drop_index(op.f("ix_eval_runs_eval_set_version_id"), table_name="eval_runs")
+    op.drop_table("eval_runs")
     op.drop_table("eval_set_versions")
     op.drop_table("eval_sets")
