@@ -442,7 +442,7 @@ class Service:
         """A model (name, checkpoint) evaluated on an eval set version, with its metrics and training jobs."""
         req = S.parse_input(S.EvalRunCreate, body)
         with self.catalog.session() as s:
-            return evalruns.record(s, req, actor=actor)
+            return evalruns.record(s, req, actor=actor, namespace=self.settings.openlineage_namespace)
 
     def get_eval_run(self, run_id: int) -> S.EvalRunProvenance:
         """The eval run, the releases its model trained on, and which of them held the set's items."""

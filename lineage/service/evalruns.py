@@ -13,8 +13,11 @@ from typing import Any
 from sqlalchemy import inspect, select
 from sqlalchemy.orm import Session
 
+from lineage import openlineage
 from lineage.catalog import EvalRun, Release, ReleaseRead, queries
+from lineage.catalog.models import utcnow
 from lineage.errors import NotFound
+from lineage.openlineage import PRODUCER, SCHEMA_URL
 from lineage.service import schemas as S
 
 
@@ -23,7 +26,10 @@ def _out(run: EvalRun) -> S.EvalRunOut:
     return S.EvalRunOut.model_validate({**columns, "evalset": run.eval_set_version.ref})
 
 
-def record(s: Session, body: S.EvalRunCreate, *, actor: str) -> S.EvalRunOut:
+def record(s: Session, body: S.EvalRunCreate, *, actor: str, namespace: str) -> S.EvalRunOut:
+    """The eval run, and its place in the lineage graph: the model and the eval set version are dataset
+    nodes (namespaces ``NS.models`` and ``NS.evalsets``) read by an eval job, and each training job writes
+    the model after reading the datasets of the releases it read (an OpenLineage event each)."""
     version = queries.resolve_evalset(s, body.evalset)
     run = EvalRun(
         model=body.model,
@@ -36,6 +42,32 @@ def record(s: Session, body: S.EvalRunCreate, *, actor: str) -> S.EvalRunOut:
     run.eval_set_version = version
     s.add(run)
     s.flush()
+    model = {"namespace": f"{namespace}.models", "name": f"{body.model}@{body.checkpoint}"}
+    evalset = {"namespace": f"{namespace}.evalsets", "name": version.ref}
+    at = utcnow().isoformat()
+    common = {"eventType": "COMPLETE", "eventTime": at, "producer": PRODUCER, "schemaURL": SCHEMA_URL}
+    openlineage.ingest(
+        s,
+        {
+            **common,
+            "run": {"runId": f"eval-run-{run.id}", "facets": {"metrics": {"metrics": run.metrics}}},
+            "job": {"namespace": namespace, "name": f"eval/{model['name']}/{version.ref}"},
+            "inputs": [model, evalset],
+        },
+    )
+    for job in run.training_jobs:
+        read = select(Release).join(ReleaseRead, ReleaseRead.release_id == Release.id).where(ReleaseRead.job == job)
+        datasets = sorted({r.dataset_version.dataset.name for r in s.scalars(read)})
+        openlineage.ingest(
+            s,
+            {
+                **common,
+                "run": {"runId": f"train-{job}"[:100]},
+                "job": {"namespace": namespace, "name": job},
+                "inputs": [{"namespace": namespace, "name": name} for name in datasets],
+                "outputs": [model],
+            },
+        )
     return _out(run)
 
 

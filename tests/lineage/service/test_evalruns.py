@@ -120,3 +120,16 @@ def test_cli_eval_verbs(world: World) -> None:
     assert shown["contaminated"] is True and shown["releases"][0]["release"] == "web-out@v1"
     evals = json.loads(lineage(home, "release", "evals", "web-out@v1", "--json", **env).stdout)
     assert "final" in {e["eval_run"]["checkpoint"] for e in evals["evals"]}
+
+
+def test_models_and_eval_sets_are_lineage_graph_nodes(world: World, client: Client) -> None:
+    """training data -> training job -> model -> eval job <- eval set, in the dataset-level graph."""
+    ns = world.settings.openlineage_namespace
+    graph = client.lineage_graph(f"dataset:{ns}.models:m1@step-1000", depth=4)
+    ids = {node.id for node in graph.graph}
+    assert {
+        f"job:{ns}:train-7",
+        f"dataset:{ns}:web-out",
+        f"job:{ns}:eval/m1@step-1000/mmlu:v1",
+        f"dataset:{ns}.evalsets:mmlu:v1",
+    } <= ids
