@@ -697,6 +697,7 @@ class Service:
         ev = S.parse_input(openlineage.RunEvent, event)
         with self.catalog.session() as s:
             openlineage.ingest(s, ev)
+            evalruns.from_event(s, ev, namespace=self.settings.openlineage_namespace)
         return S.EventAccepted(
             run_id=ev.run.runId,
             event_type=ev.eventType,

@@ -26,7 +26,30 @@ def _out(run: EvalRun) -> S.EvalRunOut:
     return S.EvalRunOut.model_validate({**columns, "evalset": run.eval_set_version.ref})
 
 
-def record(s: Session, body: S.EvalRunCreate, *, actor: str, namespace: str) -> S.EvalRunOut:
+def from_event(s: Session, event: openlineage.RunEvent, *, namespace: str) -> S.EvalRunOut | None:
+    """An OpenLineage COMPLETE event whose inputs are one model (``NS.models``, ``MODEL@CHECKPOINT``) and one
+    eval set version (``NS.evalsets``, ``NAME:vN``) is an eval run: its run facets ``metrics.metrics`` and
+    ``trainingJobs.jobs`` are the metrics and the training jobs. Any other event is not (None)."""
+    models = [d.name for d in event.inputs if d.namespace == f"{namespace}.models"]
+    sets = [d.name for d in event.inputs if d.namespace == f"{namespace}.evalsets"]
+    if event.eventType != "COMPLETE" or len(models) != 1 or len(sets) != 1 or "@" not in models[0]:
+        return None
+    model, _, checkpoint = models[0].rpartition("@")
+    facets = event.run.facets or {}
+    body = S.parse_input(
+        S.EvalRunCreate,
+        {
+            "model": model,
+            "checkpoint": checkpoint,
+            "evalset": sets[0],
+            "metrics": (facets.get("metrics") or {}).get("metrics", {}),
+            "training_jobs": (facets.get("trainingJobs") or {}).get("jobs", []),
+        },
+    )
+    return record(s, body, actor=event.producer or "openlineage", namespace=namespace, event=False)
+
+
+def record(s: Session, body: S.EvalRunCreate, *, actor: str, namespace: str, event: bool = True) -> S.EvalRunOut:
     """The eval run, and its place in the lineage graph: the model and the eval set version are dataset
     nodes (namespaces ``NS.models`` and ``NS.evalsets``) read by an eval job, and each training job writes
     the model after reading the datasets of the releases it read (an OpenLineage event each)."""
@@ -46,15 +69,16 @@ def record(s: Session, body: S.EvalRunCreate, *, actor: str, namespace: str) -> 
     evalset = {"namespace": f"{namespace}.evalsets", "name": version.ref}
     at = utcnow().isoformat()
     common = {"eventType": "COMPLETE", "eventTime": at, "producer": PRODUCER, "schemaURL": SCHEMA_URL}
-    openlineage.ingest(
-        s,
-        {
-            **common,
-            "run": {"runId": f"eval-run-{run.id}", "facets": {"metrics": {"metrics": run.metrics}}},
-            "job": {"namespace": namespace, "name": f"eval/{model['name']}/{version.ref}"},
-            "inputs": [model, evalset],
-        },
-    )
+    if event:  # an eval run that came as an event is in the graph already
+        openlineage.ingest(
+            s,
+            {
+                **common,
+                "run": {"runId": f"eval-run-{run.id}", "facets": {"metrics": {"metrics": run.metrics}}},
+                "job": {"namespace": namespace, "name": f"eval/{model['name']}/{version.ref}"},
+                "inputs": [model, evalset],
+            },
+        )
     for job in run.training_jobs:
         read = select(Release).join(ReleaseRead, ReleaseRead.release_id == Release.id).where(ReleaseRead.job == job)
         datasets = sorted({r.dataset_version.dataset.name for r in s.scalars(read)})

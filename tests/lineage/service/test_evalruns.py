@@ -133,3 +133,29 @@ def test_models_and_eval_sets_are_lineage_graph_nodes(world: World, client: Clie
         f"job:{ns}:eval/m1@step-1000/mmlu:v1",
         f"dataset:{ns}.evalsets:mmlu:v1",
     } <= ids
+
+
+def test_an_openlineage_event_with_a_model_and_an_eval_set_is_an_eval_run(world: World, client: Client) -> None:
+    ns = world.settings.openlineage_namespace
+    checkpoint = f"ol-{client._http is None}"  # one per client: the world is shared
+    event = {
+        "eventType": "COMPLETE",
+        "eventTime": "2026-12-01T12:00:00Z",
+        "producer": "https://example.org/evaluator",
+        "run": {
+            "runId": f"ev-{checkpoint}",
+            "facets": {"metrics": {"metrics": {"acc": 0.5}}, "trainingJobs": {"jobs": ["train-7"]}},
+        },
+        "job": {"namespace": "evals", "name": "mmlu-harness"},
+        "inputs": [
+            {"namespace": f"{ns}.models", "name": f"m3@{checkpoint}"},
+            {"namespace": f"{ns}.evalsets", "name": "mmlu:v1"},
+        ],
+    }
+    client.post_lineage_event(event)
+    (run,) = [e.eval_run for e in client.release_evals("web-out@v1").evals if e.eval_run.checkpoint == checkpoint]
+    assert (run.model, run.evalset, run.metrics, run.recorded_by) == ("m3", "mmlu:v1", {"acc": 0.5}, event["producer"])
+    assert client.get_eval_run(run.id).contaminated is True
+    client.post_lineage_event({**event, "inputs": event["inputs"][:1], "run": {"runId": "not-an-eval"}})  # lineage only
+    evals = client.release_evals("web-out@v1").evals
+    assert len([e for e in evals if e.eval_run.checkpoint == checkpoint]) == 1
