@@ -464,10 +464,20 @@ class Client:
         )
 
     def register_collection(
-        self, name: str, members: list[str], *, version: int | None = None, **meta: Any
+        self,
+        name: str,
+        members: list[str],
+        *,
+        version: int | None = None,
+        task: str | None = None,
+        split: str | None = None,
+        language: str | None = None,
+        license: str | None = None,  # noqa: A002 (the field's name)
+        description: str | None = None,
     ) -> S.EvalSetRegistered:
         """A version of collection ``name`` pinning each member (``NAME:vN``; ``NAME``: its latest now)."""
-        body = {"members": members, "version": version, **meta}
+        body = {"members": members, "version": version, "task": task, "split": split, "language": language}
+        body |= {"license": license, "description": description}
         return self._call(
             lambda: self.service.register_collection(name, body, actor=self.actor),
             "POST",
