@@ -24,7 +24,7 @@ from lineage.errors import GateFailed
 from lineage.releases.qc import GateConfig
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError, Unauthorized
-from storage.names import parse_release_ref
+from storage.names import parse_release_ref, parse_version_ref
 
 if TYPE_CHECKING:
     from lineage.service.core import Service
@@ -45,6 +45,13 @@ __all__ = [
 R = TypeVar("R")
 T = TypeVar("T")
 Progress = Callable[[str, int], None]  # (counter name, increment): a run's progress, as the engines report it
+
+
+def _evalset_ref(ref: str) -> tuple[str, int | None]:
+    """``NAME:vN`` → (NAME, N), ``NAME`` → (NAME, None); the service's rule, refused as it refuses."""
+    if "@" in ref:
+        raise BadRequest(f"invalid eval set reference {ref!r}: expected NAME:vN or NAME ('@' is for release tags)")
+    return _translated(parse_version_ref)(ref)
 
 
 def _q(part: str) -> str:
@@ -402,6 +409,157 @@ class Client:
         return [S.PlannedMove.model_validate(m) for m in self._request("GET", "/placement/plan")]
 
     # -- data on the tiers: in-process only -----------------------------------------------------
+    # -- eval sets ------------------------------------------------------------------------------
+    def list_evalsets(
+        self, limit: int | None = None, offset: int = 0, *, state: str | None = None
+    ) -> S.Page[S.EvalSetOut]:
+        return self._call(
+            lambda: self.service.list_evalsets(limit, offset, state=state),
+            "GET",
+            "/evalsets",
+            S.Page[S.EvalSetOut],
+            params={"limit": limit, "offset": offset, "state": state},
+        )
+
+    def get_evalset(self, name: str) -> S.EvalSetOut:
+        return self._call(lambda: self.service.get_evalset(name), "GET", f"/evalsets/{_q(name)}", S.EvalSetOut)
+
+    def list_evalset_versions(self, name: str) -> list[S.EvalSetVersionOut]:
+        if self._http is None:
+            return _translated(self.service.list_evalset_versions)(name)
+        return [S.EvalSetVersionOut.model_validate(v) for v in self._request("GET", f"/evalsets/{_q(name)}/versions")]
+
+    def get_evalset_version(self, ref: str) -> S.EvalSetVersionOut:
+        """``NAME:vN`` (``NAME``: its latest version)."""
+        name, version = _evalset_ref(ref)
+        if version is None:
+            version = self.get_evalset(name).latest_version or 0
+        return self._call(
+            lambda: self.service.get_evalset_version(name, version),
+            "GET",
+            f"/evalsets/{_q(name)}/versions/{version}",
+            S.EvalSetVersionOut,
+        )
+
+    def diff_evalset(self, base: str, target: str) -> S.EvalSetDiff:
+        """From ``NAME:vA`` to ``NAME:vB`` (one eval set; ``NAME`` alone is its latest version)."""
+        (name, b), (other, t) = _evalset_ref(base), _evalset_ref(target)
+        if other != name:
+            raise BadRequest(f"a diff compares two versions of one eval set, not {name!r} and {other!r}")
+        if b is None or t is None:
+            latest = self.get_evalset(name).latest_version or 0
+            b, t = b or latest, t or latest
+        return self._call(
+            lambda: self.service.diff_evalset(name, b, t),
+            "GET",
+            f"/evalsets/{_q(name)}/diff",
+            S.EvalSetDiff,
+            params={"base": b, "target": t},
+        )
+
+    def deprecate_evalset(self, name: str, reason: str = "") -> S.EvalSetOut:
+        return self._call(
+            lambda: self.service.deprecate_evalset(name, reason, actor=self.actor),
+            "POST",
+            f"/evalsets/{_q(name)}/deprecate",
+            S.EvalSetOut,
+            json={"reason": reason},
+        )
+
+    def register_collection(
+        self,
+        name: str,
+        members: list[str],
+        *,
+        version: int | None = None,
+        task: str | None = None,
+        split: str | None = None,
+        language: str | None = None,
+        license: str | None = None,  # noqa: A002 (the field's name)
+        description: str | None = None,
+    ) -> S.EvalSetRegistered:
+        """A version of collection ``name`` pinning each member (``NAME:vN``; ``NAME``: its latest now)."""
+        body = {"members": members, "version": version, "task": task, "split": split, "language": language}
+        body |= {"license": license, "description": description}
+        return self._call(
+            lambda: self.service.register_collection(name, body, actor=self.actor),
+            "POST",
+            f"/evalsets/{_q(name)}/versions",
+            S.EvalSetRegistered,
+            json={k: v for k, v in body.items() if v is not None},
+        )
+
+    def record_eval_run(
+        self,
+        model: str,
+        checkpoint: str,
+        evalset: str,
+        metrics: dict[str, float] | None = None,
+        training_jobs: list[str] | None = None,
+    ) -> S.EvalRunOut:
+        body = {
+            "model": model,
+            "checkpoint": checkpoint,
+            "evalset": evalset,
+            "metrics": metrics or {},
+            "training_jobs": training_jobs or [],
+        }
+        return self._call(
+            lambda: self.service.record_eval_run(body, actor=self.actor), "POST", "/eval-runs", S.EvalRunOut, json=body
+        )
+
+    def get_eval_run(self, run_id: int) -> S.EvalRunProvenance:
+        return self._call(
+            lambda: self.service.get_eval_run(run_id), "GET", f"/eval-runs/{int(run_id)}", S.EvalRunProvenance
+        )
+
+    def release_evals(self, ref: str) -> S.ReleaseEvals:
+        name, tag = self._split(ref)
+        return self._call(
+            lambda: self.service.release_evals(ref), "GET", f"/releases/{name}/{tag}/evals", S.ReleaseEvals
+        )
+
+    def check_evalset(self, ref: str, *, releases: list[str] | None = None) -> S.EvalSetCheck:
+        """Check published releases (None: all) against eval set ``ref``, recording the result on each."""
+        return self._in_process("check_evalset", lambda: self.service.check_evalset(ref, releases=releases))
+
+    def register_evalset(
+        self,
+        name: str,
+        path: str,
+        *,
+        version: int | None = None,
+        text_fields: list[str] | tuple[str, ...] = ("text",),
+        join: str = "\n",
+        id_field: str | None = None,
+        tier: str | None = None,
+        fmt: str = "auto",
+        engine: str = "local",
+        base_dir: Path | None = None,
+        progress: Progress | None = None,
+        **meta: str,
+    ) -> S.EvalSetRegistered:
+        """Register items as ``name:v{version}`` (see ``lineage evalset register``); ``meta``: task, split,
+        language, license, description."""
+        return self._in_process(
+            "register_evalset",
+            lambda: self.service.register_evalset(
+                name,
+                path,
+                version=version,
+                text_fields=text_fields,
+                join=join,
+                id_field=id_field,
+                tier=tier,
+                fmt=fmt,
+                engine=engine,
+                base_dir=base_dir,
+                progress=progress,
+                actor=self.actor,
+                **meta,
+            ),
+        )
+
     def _in_process(self, operation: str, local: Callable[[], R]) -> R:
         """An operation that reads or writes tier data runs where the data is: never through a server."""
         if self._http is not None:

@@ -31,6 +31,7 @@ from lineage.catalog.models import utcnow
 from lineage.catalog.queries import dataset_version, get_release
 from lineage.errors import Invalid
 from lineage.openlineage import emit_after_commit
+from lineage.releases.contamination import resolve_sources
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
 from operators.base import ClusterOperator
@@ -63,6 +64,7 @@ class Runner:
         engine_name = engine or spec.engine
         check_engine(engine_name)  # an unknown engine or a missing extra fails before any work or catalog row
         run_id = str(uuid.uuid4())
+        spec = self._resolve_evalsets(spec)
         plan = execute.plan(spec, run_id, self.settings)
         sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)
         published = self._resolve_published(plan.cluster) if plan.cluster else []
@@ -126,6 +128,20 @@ class Runner:
                     recorded.append({"kind": "dataset", "dataset": inp.dataset, "version": dv.version})
                     input_rows += dv.row_count
         return sources, datasets, recorded, input_rows
+
+    def _resolve_evalsets(self, spec: PipelineSpec) -> PipelineSpec:
+        """A ``decontaminate`` step gets the pinned item tables of the eval sets it names (none: every
+        active one), so the run records exactly which versions it checked."""
+        if not any(op.name == "decontaminate" for op in spec.operators):
+            return spec
+        spec = spec.model_copy(deep=True)
+        with self.catalog.session() as s:
+            for op in spec.operators:
+                if op.name == "decontaminate":
+                    if op.params.get("sources"):
+                        raise Invalid("decontaminate: name its eval sets (evalsets = [...]), not their sources")
+                    op.params["sources"] = resolve_sources(s, self.settings, list(op.params.get("evalsets", ())))
+        return spec
 
     def _resolve_published(self, op: ClusterOperator) -> list[PublishedRelease]:
         """Releases a cluster step dedupes against, with their stored signatures."""

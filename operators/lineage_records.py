@@ -61,12 +61,32 @@ MODIFICATION_DETAIL = pa.struct(
     ]
 )
 
+CONTAMINATION_MATCH = pa.struct(
+    [
+        pa.field("evalset", pa.string()),  # NAME:vN
+        pa.field("item_id", pa.string()),
+        pa.field("matched_item_ngrams", pa.int64()),  # the item's distinct n-grams found in the sample
+        pa.field("item_ngrams", pa.int64()),
+        pa.field("matched_sample_ngrams", pa.int64()),  # the sample's n-grams that are the item's
+        pa.field("sample_ngrams", pa.int64()),
+    ]
+)
+
+CONTAMINATION_DETAIL = pa.struct(
+    [
+        pa.field("checked", pa.list_(pa.string())),  # the eval set versions checked against (NAME:vN)
+        pa.field("contaminated", pa.bool_()),  # above the operator's threshold
+        pa.field("matches", pa.list_(CONTAMINATION_MATCH)),  # one per item sharing an n-gram
+    ]
+)
+
 DETAIL = pa.struct(
     [
         pa.field("source", SOURCE_DETAIL),
         pa.field("duplicate", DUPLICATE_DETAIL),
         pa.field("rules", pa.list_(RULE_RESULT)),
         pa.field("modification", MODIFICATION_DETAIL),
+        pa.field("contamination", CONTAMINATION_DETAIL),
     ]
 )
 

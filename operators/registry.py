@@ -10,6 +10,7 @@ from storage.errors import Invalid
 
 _REGISTRY: dict[str, str] = {
     "convert": "operators.convert:ConvertOperator",
+    "decontaminate": "operators.contamination.operator:Decontaminate",
     "exact_dedupe": "operators.exact_dedupe:ExactDedupe",
     "minhash_dedupe": "operators.minhash:MinHashDedupe",
 }

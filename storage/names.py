@@ -28,6 +28,7 @@ NAME_MAX = 128
 NAME_PATTERN = rf"^{_NAME}$"
 RELEASE_REF_PATTERN = rf"^{_NAME}@{_NAME}$"
 REF_PATTERN = rf"^{_NAME}(@{_NAME}|:{_VERSION})?$"
+VERSION_REF_PATTERN = rf"^{_NAME}(:{_VERSION})?$"  # a dataset or eval set version, or its latest
 SAMPLE_ID_PATTERN = r"^[\x21-\x7e]{1,200}$"
 NO_NUL_PATTERN = r"^[^\x00]*$"  # free text: PostgreSQL text cannot hold NUL, so every backend refuses it
 

@@ -124,6 +124,9 @@ class Release(Base):
     published_at: Mapped[datetime] = mapped_column(default_factory=utcnow)  # creation time for a draft
     deprecated_at: Mapped[datetime | None] = mapped_column(default=None)
     deprecation_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    # eval set versions checked against the release after publishing (``lineage evalset check``), by NAME:vN;
+    # the release's files and manifest are not changed
+    contamination_checks: Mapped[dict[str, Any]] = mapped_column(JSON, default_factory=dict)
     dataset_version: Mapped[DatasetVersion] = relationship(default=None, repr=False)
     # a takedown withdrew it: when, which request, and the release that replaces it (NAME@TAG)
     withdrawn_at: Mapped[datetime | None] = mapped_column(default=None)
@@ -288,3 +291,71 @@ class TakedownRequest(Base):
     created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
     applied_at: Mapped[datetime | None] = mapped_column(default=None)
     purged_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class EvalSet(Base):
+    """A benchmark kept as a versioned asset (issue #19): what it is (task, split, language, licence),
+    which of its fields are checked for overlap and how they join, and whether it is a collection of
+    other eval sets. Its items live in a dataset version (see :mod:`lineage.service.evalsets`)."""
+
+    __tablename__ = "eval_sets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(20), default="items")  # items|collection
+    task: Mapped[str] = mapped_column(String(40), default="other")
+    split: Mapped[str] = mapped_column(String(100), default="test")
+    language: Mapped[str] = mapped_column(String(40), default="")
+    license: Mapped[str] = mapped_column(String(200), default="")
+    description: Mapped[str] = mapped_column(Text, default="")
+    state: Mapped[str] = mapped_column(String(20), default="active")  # active|deprecated
+    deprecated_at: Mapped[datetime | None] = mapped_column(default=None)
+    deprecation_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+
+
+class EvalSetVersion(Base):
+    """One immutable version ``NAME:vN`` of an eval set: the dataset version holding its items (none
+    for a collection, whose ``members`` are ``NAME:vN`` refs pinned at their versions), the text
+    fields and join it was registered with, the digest that makes registering it again a no-op, and
+    the bad-input report."""
+
+    __tablename__ = "eval_set_versions"
+    __table_args__ = (UniqueConstraint("eval_set_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    eval_set_id: Mapped[int] = mapped_column(ForeignKey("eval_sets.id"), init=False)
+    version: Mapped[int] = mapped_column(Integer)
+    content_digest: Mapped[str] = mapped_column(String(64))
+    dataset_version_id: Mapped[int | None] = mapped_column(ForeignKey("dataset_versions.id"), default=None)
+    text_fields: Mapped[list[Any]] = mapped_column(default_factory=list)
+    join: Mapped[str] = mapped_column(String(20), default="\n")
+    id_field: Mapped[str | None] = mapped_column(String(200), default=None)
+    members: Mapped[list[Any]] = mapped_column(default_factory=list)  # a collection's NAME:vN refs
+    item_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    report: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)  # bad-input counts
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    eval_set: Mapped[EvalSet] = relationship(default=None, repr=False)
+    dataset_version: Mapped[DatasetVersion | None] = relationship(default=None, repr=False)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.eval_set.name}:v{self.version}"
+
+
+class EvalRun(Base):
+    """A model evaluated on an eval set version (issue #19, item 3): the model (name and checkpoint), the
+    metrics, and the training jobs that produced it, which the releases' usage records link to data."""
+
+    __tablename__ = "eval_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    model: Mapped[str] = mapped_column(String(300))
+    checkpoint: Mapped[str] = mapped_column(String(300))
+    eval_set_version_id: Mapped[int] = mapped_column(ForeignKey("eval_set_versions.id"), index=True)
+    metrics: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
+    training_jobs: Mapped[list[Any]] = mapped_column(default_factory=list)  # ReleaseRead.job values
+    recorded_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    eval_set_version: Mapped[EvalSetVersion] = relationship(default=None, repr=False)

@@ -7,7 +7,9 @@ same few questions; each is answered here, with one error (and one message) for 
 - :func:`get_release` — a release by ``NAME@TAG``;
 - :func:`resolve_ref` — ``NAME@TAG`` (a release), ``DATASET:vN`` / ``DATASET:N`` (a version) or
   ``DATASET`` (its latest), as the diff endpoints take them;
-- :func:`replicas_of` — a release's copies, one per tier.
+- :func:`replicas_of` — a release's copies, one per tier;
+- :func:`evalset_version`, :func:`resolve_evalset` (``NAME:vN`` / ``NAME``) and :func:`evalset_leaves` — eval
+  set versions, and the item-holding versions a collection stands for.
 
 Functions take an open session and return ORM rows; they never commit.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from lineage.catalog.models import Dataset, DatasetVersion, Release, Replica
+from lineage.catalog.models import Dataset, DatasetVersion, EvalSet, EvalSetVersion, Release, Replica
 from lineage.errors import Invalid, NotFound, ReleaseError, ReleaseNotFound
 from storage.names import parse_release_ref, parse_version_ref
 
@@ -62,3 +64,51 @@ def resolve_ref(session: Session, ref: str) -> tuple[DatasetVersion, Release | N
 def replicas_of(session: Session, release: Release) -> list[Replica]:
     """Every copy of the release the catalog records, in any state, oldest first."""
     return list(session.scalars(select(Replica).where(Replica.release_id == release.id).order_by(Replica.id)))
+
+
+def parse_evalset_ref(ref: str) -> tuple[str, int | None]:
+    """``NAME:vN`` / ``NAME:N`` → ``(name, N)``; ``NAME`` → ``(name, None)``; a release ref is refused."""
+    if "@" in ref:
+        raise Invalid(f"invalid eval set reference {ref!r}: expected NAME:vN or NAME ('@' is for release tags)")
+    return parse_version_ref(ref)
+
+
+def evalset(s: Session, name: str) -> EvalSet:
+    row = s.scalars(select(EvalSet).where(EvalSet.name == name)).first()
+    if row is None:
+        raise NotFound(f"eval set {name!r} does not exist")
+    return row
+
+
+def evalset_version(s: Session, name: str, version: int | None) -> EvalSetVersion:
+    es = evalset(s, name)
+    query = select(EvalSetVersion).where(EvalSetVersion.eval_set_id == es.id)
+    if version is None:
+        query = query.order_by(EvalSetVersion.version.desc())
+    else:
+        query = query.where(EvalSetVersion.version == version)
+    row = s.scalars(query.limit(1)).first()
+    if row is None:
+        raise NotFound(
+            f"eval set {name!r} has no version {version}" if version else f"eval set {name!r} has no versions"
+        )
+    return row
+
+
+def resolve_evalset(s: Session, ref: str) -> EvalSetVersion:
+    return evalset_version(s, *parse_evalset_ref(ref))
+
+
+def evalset_leaves(s: Session, ref: str) -> list[EvalSetVersion]:
+    """The item-holding versions ``ref`` stands for: itself, or a collection's members at their pinned
+    versions (collections of collections are followed), each once, in member order."""
+    found: dict[int, EvalSetVersion] = {}
+
+    def walk(v: EvalSetVersion) -> None:
+        if v.dataset_version_id is not None:
+            found.setdefault(v.id, v)
+        for member in v.members:
+            walk(resolve_evalset(s, member))
+
+    walk(resolve_evalset(s, ref))
+    return list(found.values())

@@ -13,7 +13,22 @@ import sys
 
 import typer
 
-from lineage.cli import datasets, dedupe, demo, export, gc, graph, release, run, sample, serve, takedown, tier, tokens
+from lineage.cli import (
+    datasets,
+    dedupe,
+    demo,
+    evalset,
+    export,
+    gc,
+    graph,
+    release,
+    run,
+    sample,
+    serve,
+    takedown,
+    tier,
+    tokens,
+)
 from lineage.cli.app import new_app, new_group, report
 from lineage.errors import translate
 
@@ -54,6 +69,20 @@ def build_app() -> typer.Typer:
     releases.command("pins")(release.release_pins)
     releases.command("record-read")(release.release_record_read)
     releases.command("reads")(release.release_reads)
+    releases.command("evals")(evalset.release_evals)
+
+    evalsets = new_group(app, "evalset", "Eval sets as versioned assets (NAME:vN): register, list, show, diff.")
+    evalsets.command("register")(evalset.evalset_register)
+    evalsets.command("collect")(evalset.evalset_collect)
+    evalsets.command("list")(evalset.evalset_list)
+    evalsets.command("show")(evalset.evalset_show)
+    evalsets.command("diff")(evalset.evalset_diff)
+    evalsets.command("deprecate")(evalset.evalset_deprecate)
+    evalsets.command("check")(evalset.evalset_check)
+
+    evals = new_group(app, "eval", "Eval runs: a model's results on an eval set version, traced to its data.")
+    evals.command("record")(evalset.eval_record)
+    evals.command("show")(evalset.eval_show)
 
     tiers = new_group(app, "tier", "Copy, move and verify releases across storage tiers.")
     tiers.command("copy")(tier.tier_copy)

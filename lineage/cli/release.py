@@ -27,7 +27,7 @@ from storage.names import parse_release_ref
 if TYPE_CHECKING:
     from lineage.releases.qc import GateConfig
     from lineage.service.core import Service
-    from lineage.service.schemas import ReleaseResult
+    from lineage.service.schemas import ContaminationReport, ReleaseResult
 
 
 def read_gate(path: Path) -> GateConfig:
@@ -139,7 +139,9 @@ def release_report(
     if manifest.qc is None:
         fail(NotFound(f"release {ref} has no QC report (it was published before QC reports)"))
     gate = release.gate.model_dump(mode="json") if release.gate is not None else None
-    out.write_text(report_html(release.ref, manifest.qc.model_dump(mode="json", by_alias=True), gate), encoding="utf-8")
+    contamination = manifest.contamination.model_dump(mode="json") if manifest.contamination is not None else None
+    qc = manifest.qc.model_dump(mode="json", by_alias=True)
+    out.write_text(report_html(release.ref, qc, gate, contamination), encoding="utf-8")
     console.print(f"wrote {out}")
 
 
@@ -201,6 +203,26 @@ def release_show(ref: Annotated[str, typer.Argument(help="NAME@TAG")], as_json: 
     console.print(f"last used: {used:%Y-%m-%d %H:%M}" if used else "last used: never")
     print_counts(manifest.quality.model_dump())
     print_qc(manifest.qc, release.gate)
+    _print_contamination(manifest.contamination, release.contamination_checks)
+
+
+def _print_contamination(at_publish: ContaminationReport | None, checked: dict[str, Any]) -> None:
+    """The contamination report of the publish, and the checks recorded since (``lineage evalset check``)."""
+    rows = [(ref, r.model_dump(), "at publish") for ref, r in (at_publish.evalsets if at_publish else {}).items()]
+    rows += [(ref, r, f"checked {str(r.get('checked_at', ''))[:16]}") for ref, r in sorted(checked.items())]
+    if not rows:
+        console.print("contamination: not checked (no eval sets registered when it was published)")
+        return
+    table = Table(title="Contamination (eval items whose n-grams the release holds)")
+    for col in ("eval set", "contaminated items", "share", "samples", "when"):
+        table.add_column(col)
+    for ref, r, when in rows:
+        colour = "red" if r["contaminated_items"] else "green"
+        table.add_row(
+            escape(ref), f"[{colour}]{r['contaminated_items']:,}[/] of {r['items']:,}",
+            f"{100 * r['share']:.2f}%", f"{r['samples']:,}", when,
+        )  # fmt: skip
+    console.print(table)
 
 
 def release_pin(

@@ -17,11 +17,13 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
 from lineage.catalog.queries import dataset_version, get_release, parse_ref
 from lineage.errors import GateFailed, ReleaseConflict, ReleaseWithdrawn
+from lineage.releases.contamination import check_version, resolve_sources
 from lineage.releases.manifest import build_manifest, content_digest
 from lineage.releases.qc import GateConfig, build_report, evaluate_gate
 from lineage.settings import Settings
@@ -64,6 +66,26 @@ def gate_record(
     return record
 
 
+def contamination_report(
+    session: Session, dv: DatasetVersion, settings: Settings, gate: GateConfig | None
+) -> dict[str, Any]:
+    """The release checked against the eval sets the gate names (``check_evalsets``; none named: every
+    active eval set at its latest version), and those it limits (:mod:`lineage.releases.contamination`)."""
+    refs = list(gate.check_evalsets or []) if gate is not None else []
+    sources = resolve_sources(session, settings, refs)
+    if gate is not None:  # a limited version is checked even if not named (or not the latest, or deprecated)
+        have = {src["evalset"] for src in sources}
+        extra = [ref for ref in gate.max_contaminated_items if ref not in have]
+        if extra:
+            sources += [src for src in resolve_sources(session, settings, extra) if src["evalset"] not in have]
+    return check_version(dv, settings, sources)
+
+
+def measured(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What the gate measures: the QC report, and the contamination report (None before issue #19)."""
+    return {**manifest["qc"], "contamination": manifest.get("contamination")}
+
+
 def publish(
     catalog: Catalog,
     settings: Settings,
@@ -95,8 +117,9 @@ def publish(
             if existing is not None:
                 return _publish_again(existing, digest, **again)
             manifest["qc"] = build_report(s, dv, settings)
+            manifest["contamination"] = contamination_report(s, dv, settings, gate)
             record = gate_record(
-                manifest["qc"], gate, ref=ref, actor=created_by, override_reason=override_reason, enforce=not draft
+                measured(manifest), gate, ref=ref, actor=created_by, override_reason=override_reason, enforce=not draft
             )
             release = Release(
                 name=name,
@@ -158,7 +181,7 @@ def _publish_recorded_draft(
     if gate is None and release.gate is not None:
         gate = GateConfig.model_validate(release.gate["conditions"])
     release.gate = gate_record(
-        release.manifest["qc"], gate, ref=release.ref, actor=created_by, override_reason=override_reason
+        measured(release.manifest), gate, ref=release.ref, actor=created_by, override_reason=override_reason
     )
     release.state, release.published_at, release.created_by = PUBLISHED, utcnow(), created_by
     log.info("release %s: draft published", release.ref)

@@ -8,14 +8,15 @@ in the output. The gate compares it with a release config's conditions.
 
 from __future__ import annotations
 
+import json
 from html import escape
-from typing import Any
+from typing import Annotated, Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 from sqlalchemy.orm import Session
 
 from lineage.catalog import DatasetVersion, Run
@@ -27,10 +28,14 @@ from operators.quality.base import QualityOperator
 from operators.quality.names import operator_name
 from operators.quality.report import rule_counts
 from operators.quality.scripts import script_counts
+from storage import names
 from storage.delta import version_dataset
 from storage.tier import get_tier
 
 LENGTH_BINS = [0, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 50_000, 100_000]
+
+
+EvalSetVersionRef = Annotated[str, StringConstraints(pattern=rf"^{names.NAME_PATTERN[1:-1]}:v[0-9]{{1,9}}$")]
 
 
 class GateConfig(BaseModel):
@@ -43,6 +48,15 @@ class GateConfig(BaseModel):
     max_exact_duplicate_rate: float | None = None
     # quality operators the release's pipeline chain must have applied, by name ("quality", "quality_c4")
     required_rule_sets: list[str] = Field(default_factory=list)
+    # eval set versions the publish checks the release against (NAME:vN, NAME, collections); None: every
+    # active eval set. Their contamination report is stored in the manifest whether or not a limit is set.
+    check_evalsets: (
+        list[Annotated[str, StringConstraints(pattern=names.VERSION_REF_PATTERN, max_length=300)]] | None
+    ) = None
+    # at most this many contaminated items of an eval set version: {"mmlu-zh:v1" = 0}
+    max_contaminated_items: dict[EvalSetVersionRef, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict, json_schema_extra={"additionalProperties": False}
+    )
 
     @field_validator("required_rule_sets")
     @classmethod
@@ -186,6 +200,11 @@ def evaluate_gate(report: dict[str, Any], gate: GateConfig) -> list[dict[str, An
                 gate.max_drop_rate_per_source,
                 rate <= gate.max_drop_rate_per_source,
             )
+    contamination = (report.get("contamination") or {}).get("evalsets", {})
+    for ref, limit in sorted(gate.max_contaminated_items.items()):
+        found = contamination.get(ref)
+        measured = found["contaminated_items"] if found is not None else "not checked"
+        check(f"max_contaminated_items[{ref}]", measured, limit, found is not None and measured <= limit)
     for rule_set in gate.required_rule_sets:
         check(
             f"required_rule_set[{rule_set}]",
@@ -220,7 +239,9 @@ def histogram_svg(bars: list[tuple[str, float]], title: str, fmt: str = "{:,.0f}
     return "".join(parts)
 
 
-def report_html(ref: str, report: dict[str, Any], gate: dict[str, Any] | None) -> str:
+def report_html(
+    ref: str, report: dict[str, Any], gate: dict[str, Any] | None, contamination: dict[str, Any] | None = None
+) -> str:
     def bin_label(b: dict[str, Any]) -> str:
         return f"{b['from']}+" if b["to"] is None else f"{b['from']}–{b['to']}"
 
@@ -271,7 +292,25 @@ def report_html(ref: str, report: dict[str, Any], gate: dict[str, Any] | None) -
             if gate
             else ""
         )
+        + _contamination_html(contamination)
         + "</body></html>"
+    )
+
+
+def _contamination_html(contamination: dict[str, Any] | None) -> str:
+    """The publish's contamination report: per eval set version, items found, share, samples, and which."""
+    if not contamination:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(ref)}</td><td>{r['contaminated_items']:,} of {r['items']:,}</td>"
+        f"<td>{100 * r['share']:.2f}%</td><td>{r['samples']:,}</td>"
+        f"<td>{escape(', '.join(sorted(r.get('item_samples', {}))[:20]))}</td></tr>"
+        for ref, r in sorted(contamination.get("evalsets", {}).items())
+    )
+    return (
+        f"<h2>Contamination</h2><p>{contamination['checked_samples']:,} samples checked for the n-grams of eval "
+        f"items ({escape(json.dumps(contamination.get('ngrams', {})))}, exact)</p><table><tr><th>eval set</th>"
+        f"<th>contaminated items</th><th>share</th><th>samples</th><th>items (first 20)</th></tr>{rows}</table>"
     )
 
 

@@ -20,9 +20,20 @@ from sqlalchemy import Select, func, inspect, select
 from sqlalchemy.orm import Session
 
 from lineage import openlineage, releases
-from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, ReleasePin, Run, TakedownRequest, queries
+from lineage.catalog import (
+    Catalog,
+    Dataset,
+    DatasetVersion,
+    EvalSet,
+    EvalSetVersion,
+    Release,
+    ReleasePin,
+    Run,
+    TakedownRequest,
+    queries,
+)
 from lineage.releases import placement, usage
-from lineage.service import auth, samples, takedowns
+from lineage.service import auth, evalruns, evalsets, samples, takedowns
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.tables import Duck, TableCache
@@ -398,6 +409,112 @@ class Service:
             for m in placement.plan_moves(self.catalog, self.settings)
         ]
 
+    # -- eval sets (lineage.service.evalsets) --------------------------------------------------
+    def list_evalsets(
+        self, limit: int | None = None, offset: int = 0, *, state: str | None = None
+    ) -> S.Page[S.EvalSetOut]:
+        with self.catalog.session() as s:
+            query = select(EvalSet).order_by(EvalSet.name)
+            if state is not None:
+                query = query.where(EvalSet.state == state)
+            return S.Page[S.EvalSetOut].model_validate(self._page(s, query, limit, offset, evalsets.evalset_out))
+
+    def get_evalset(self, name: str) -> S.EvalSetOut:
+        with self.catalog.session() as s:
+            return evalsets.evalset_out(s, evalsets.evalset_row(s, name))
+
+    def list_evalset_versions(self, name: str) -> list[S.EvalSetVersionOut]:
+        with self.catalog.session() as s:
+            es = evalsets.evalset_row(s, name)
+            query = select(EvalSetVersion).where(EvalSetVersion.eval_set_id == es.id).order_by(EvalSetVersion.version)
+            return [evalsets.version_out(v) for v in s.scalars(query)]
+
+    def get_evalset_version(self, name: str, version: int | None = None) -> S.EvalSetVersionOut:
+        """``name:v{version}`` (None: the latest)."""
+        with self.catalog.session() as s:
+            return evalsets.version_out(evalsets.version_row(s, name, version))
+
+    def diff_evalset(self, name: str, base: int, target: int) -> S.EvalSetDiff:
+        return evalsets.diff(self, name, base, target)
+
+    def deprecate_evalset(self, name: str, reason: str = "", *, actor: str = "local") -> S.EvalSetOut:
+        return evalsets.deprecate(self, name, reason, actor=actor)
+
+    def register_collection(
+        self, name: str, body: S.CollectionCreate | dict[str, Any], *, actor: str = "local"
+    ) -> S.EvalSetRegistered:
+        """A version of collection ``name`` pinning each member eval set at its version."""
+        return evalsets.register_collection(self, name, S.parse_input(S.CollectionCreate, body), actor=actor)
+
+    def record_eval_run(self, body: S.EvalRunCreate | dict[str, Any], *, actor: str = "local") -> S.EvalRunOut:
+        """A model (name, checkpoint) evaluated on an eval set version, with its metrics and training jobs."""
+        req = S.parse_input(S.EvalRunCreate, body)
+        with self.catalog.session() as s:
+            return evalruns.record(s, req, actor=actor, namespace=self.settings.openlineage_namespace)
+
+    def get_eval_run(self, run_id: int) -> S.EvalRunProvenance:
+        """The eval run, the releases its model trained on, and which of them held the set's items."""
+        with self.catalog.session() as s:
+            return evalruns.provenance(s, run_id)
+
+    def release_evals(self, ref: str) -> S.ReleaseEvals:
+        """The models trained on release ``ref`` (jobs that read it) and their eval results."""
+        with self.catalog.session() as s:
+            return evalruns.release_evals(s, ref)
+
+    def check_evalset(self, ref: str, *, releases: list[str] | None = None) -> S.EvalSetCheck:
+        """Check published releases (None: all) against eval set ``ref`` and record the result on each;
+        their files are not changed."""
+        from lineage.releases.contamination import check_releases  # start-up: numba kernels, deltalake
+
+        with self.catalog.session() as s:
+            canonical = evalsets.resolve(s, ref).ref
+        done = check_releases(self.catalog, self.settings, canonical, releases)
+        return S.EvalSetCheck(
+            evalset=canonical, releases=[S.ReleaseCheck(release=r, evalsets=results) for r, results in done]
+        )
+
+    def register_evalset(
+        self,
+        name: str,
+        path: str,
+        *,
+        version: int | None = None,
+        task: str | None = None,
+        split: str | None = None,
+        language: str | None = None,
+        license: str | None = None,  # noqa: A002 (the field's name)
+        description: str | None = None,
+        text_fields: list[str] | tuple[str, ...] = ("text",),
+        join: str = "\n",
+        id_field: str | None = None,
+        tier: str | None = None,
+        fmt: str = "auto",
+        engine: str = "local",
+        base_dir: Path | None = None,
+        progress: ProgressFn | None = None,
+        actor: str = "local",
+    ) -> S.EvalSetRegistered:
+        """Register items (JSONL, Parquet, CSV) as ``name:v{version}`` (default: the next) through convert;
+        the same content again is a no-op, other content under a registered version a conflict."""
+        meta = {"task": task, "split": split, "language": language, "license": license, "description": description}
+        return evalsets.register(
+            self,
+            name,
+            path,
+            version=version,
+            meta={k: v for k, v in meta.items() if v is not None},
+            text_fields=list(text_fields),
+            join=join,
+            id_field=id_field,
+            tier=tier,
+            fmt=fmt,
+            engine=engine,
+            base_dir=base_dir,
+            progress=progress,
+            actor=actor,
+        )
+
     # -- data on the tiers: in-process only (no HTTP endpoint; see lineage.service.operations) ----
     def run_pipeline(
         self,
@@ -660,6 +777,7 @@ class Service:
         ev = S.parse_input(openlineage.RunEvent, event)
         with self.catalog.session() as s:
             openlineage.ingest(s, ev)
+            evalruns.from_event(s, ev, namespace=self.settings.openlineage_namespace)
         return S.EventAccepted(
             run_id=ev.run.runId,
             event_type=ev.eventType,

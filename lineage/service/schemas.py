@@ -340,6 +340,28 @@ class QcReport(BaseModel):
     rule_sets: list[str]
 
 
+class EvalSetContamination(BaseModel):
+    """One eval set version against a release: items contaminated (with the samples holding each, up to
+    100 listed), the samples involved, and the share of the set."""
+
+    items: int
+    contaminated_items: int
+    share: float
+    samples: int
+    item_samples: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class ContaminationReport(BaseModel):
+    """A release's texts checked for the n-grams of eval items (exact; see operators/contamination)."""
+
+    checked_samples: int
+    threshold: float = 0.0
+    coverage: str = "item"
+    ngrams: dict[str, int] = Field(default_factory=dict)
+    evalsets: dict[str, EvalSetContamination] = Field(default_factory=dict)
+    checked_at: UtcDatetime | None = None
+
+
 class Manifest(BaseModel):
     """What a release pins: the tier, the Delta versions of its tables, the files with checksums, row
     count, bytes, schema, quality counts and the QC report. Keys a newer server adds are kept."""
@@ -360,6 +382,9 @@ class Manifest(BaseModel):
     quality: ManifestQuality = ManifestQuality()
     run_id: str | None = None
     qc: QcReport | None = Field(default=None, description="None in releases published before QC reports.")
+    contamination: ContaminationReport | None = Field(
+        default=None, description="The release checked against eval sets at publish (None before issue #19)."
+    )
 
     def as_dict(self) -> dict[str, Any]:
         """The manifest as stored (JSON keys), e.g. for :func:`lineage.releases.content_digest`."""
@@ -790,3 +815,161 @@ class Successor(BaseModel):
 class TakedownApplied(BaseModel):
     request: TakedownOut
     successors: list[Successor]
+
+
+# -- eval sets (issue #19) ----------------------------------------------------------------------
+EvalSetOut = derive(
+    models.EvalSet,
+    "EvalSet",
+    extra={"versions": (list[int], []), "latest_version": (int | None, None)},
+    doc="An eval set (or a collection of them): task, split, language, licence, state, its version numbers.",
+)
+
+
+class EvalSetReport(BaseModel):
+    """What registering a version accepted but counted: items with an empty checked field (per field),
+    duplicate items (copies of an earlier item's text), items with fewer units than the n-gram size
+    (each counts as one n-gram), and the rows quarantined, by reason."""
+
+    items: int = 0
+    empty_fields: dict[str, int] = Field(default_factory=dict)
+    duplicate_items: int = 0
+    shorter_than_n: int = 0
+    word_ngram: int | None = None
+    char_ngram: int | None = None
+    quarantined: dict[str, int] = Field(default_factory=dict)
+
+
+EvalSetVersionOut = derive(
+    models.EvalSetVersion,
+    "EvalSetVersion",
+    exclude=("eval_set_id", "dataset_version_id", "report"),
+    extra={
+        "name": (str, ...),
+        "ref": (str, ...),
+        "kind": (str, ...),
+        "state": (str, ...),
+        "items": (str | None, Field(default=None, description="The dataset version holding the items (NAME:vN)")),
+        "report": (EvalSetReport, ...),
+    },
+    doc="One immutable version NAME:vN of an eval set: its items' dataset version (or a collection's members), "
+    "the fields checked and their join, and the bad-input report.",
+)
+
+
+class EvalSetRegistered(BaseModel):
+    """The version registered; ``changed`` is False when the same content was already that version."""
+
+    evalset: EvalSetVersionOut  # type: ignore[valid-type]
+    changed: bool
+
+
+class EvalSetDiff(BaseModel):
+    """Items added, removed and changed (same id, other text) from ``base`` to ``target`` (ids: the first 1000
+    of each); for collections, the members added and removed."""
+
+    base: str
+    target: str
+    added: int
+    removed: int
+    changed: int
+    added_items: list[str]
+    removed_items: list[str]
+    changed_items: list[str]
+    added_members: list[str] = Field(default_factory=list)
+    removed_members: list[str] = Field(default_factory=list)
+
+
+class CollectionCreate(BaseModel):
+    """A collection version: its members as NAME:vN (NAME alone: that set's latest version, pinned now)."""
+
+    model_config = ConfigDict(extra="forbid")
+    members: list[Annotated[str, Field(pattern=names.VERSION_REF_PATTERN, max_length=300)]] = Field(
+        min_length=1, max_length=1000
+    )
+    version: int | None = Field(default=None, ge=1)
+    task: Literal["mcq", "qa", "code", "function_call", "agent_trajectory", "other"] | None = None
+    split: Name | None = None
+    language: Annotated[Text, Field(max_length=40)] | None = None
+    license: Annotated[Text, Field(max_length=200)] | None = None
+    description: Annotated[Text, Field(max_length=100_000)] | None = None
+
+
+class EvalSetDeprecate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: Annotated[Text, Field(max_length=10_000)] = ""
+
+
+class ReleaseCheck(BaseModel):
+    """One release checked against an eval set's versions, as recorded on the release."""
+
+    release: str
+    evalsets: dict[str, EvalSetContamination]
+
+
+class EvalSetCheck(BaseModel):
+    """``lineage evalset check``: the releases checked against ``evalset`` (each member of a collection)."""
+
+    evalset: str
+    releases: list[ReleaseCheck]
+
+
+# -- eval runs: eval results traced to data (issue #19, item 3) --------------------------------------------
+class EvalRunCreate(BaseModel):
+    """A model evaluated on an eval set version, and the training jobs that produced it (the ``job`` of
+    their releases' usage records)."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: Annotated[Text, Field(min_length=1, max_length=300)]
+    checkpoint: Annotated[Text, Field(min_length=1, max_length=300)]
+    evalset: Annotated[str, Field(pattern=names.VERSION_REF_PATTERN, max_length=300)]
+    metrics: dict[Annotated[str, Field(max_length=200)], float] = Field(default_factory=dict, max_length=1000)
+    training_jobs: list[Annotated[Text, Field(min_length=1, max_length=300)]] = Field(
+        default_factory=list, max_length=1000
+    )
+
+
+EvalRunOut = derive(
+    models.EvalRun,
+    "EvalRun",
+    exclude=("eval_set_version_id",),
+    extra={"evalset": (str, ...)},
+    doc="A recorded evaluation: model and checkpoint, the eval set version, metrics, the training jobs.",
+)
+
+
+class ReleaseContamination(BaseModel):
+    """What is known of one eval set version in one release: None when it was never checked."""
+
+    evalset: str
+    checked: bool
+    contaminated_items: int | None = None
+    items: list[str] = Field(default_factory=list)
+
+
+class TrainedOn(BaseModel):
+    release: str
+    jobs: list[str]
+    contamination: list[ReleaseContamination]
+
+
+class EvalRunProvenance(BaseModel):
+    """For an eval run: the releases its model trained on (through its jobs' recorded reads), and whether
+    any of them held items of the eval set version (and which)."""
+
+    eval_run: EvalRunOut  # type: ignore[valid-type]
+    releases: list[TrainedOn]
+    contaminated: bool | None = Field(description="None when some release was never checked against the set")
+
+
+class ReleaseEval(BaseModel):
+    job: str
+    eval_run: EvalRunOut  # type: ignore[valid-type]
+
+
+class ReleaseEvals(BaseModel):
+    """For a release: the models trained on it (jobs that read it) and their eval results."""
+
+    release: str
+    jobs: list[str]
+    evals: list[ReleaseEval]

@@ -1,4 +1,10 @@
-"""The convert operator: file chunks in, samples + quarantine + lineage out."""
+"""The convert operator: file chunks in, samples + quarantine + lineage out.
+
+A sample's text is one field of its record (``text_field``), or several joined (``text_fields``, with
+``join`` between them and between a list field's elements, empty ones left out: how an eval item's
+question and choices become the text checked for overlap). With ``text_fields`` the record's fields
+are all kept in ``meta`` as read, so what was joined can be shown and counted (an empty field) later.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ from storage.tier import Tier
 @dataclass(frozen=True)
 class ConvertParams(Params):
     text_field: str = "text"
+    text_fields: tuple[str, ...] = ()  # when given: the text is these fields joined, and text_field is unused
+    join: str = "\n"
     id_field: str | None = None  # None: ids come from (relative path, row)
     text_mode: str = "file"  # plain-text files: "file" = one document per file, "line" = one per line
     csv_delimiter: str | None = None
@@ -40,10 +48,24 @@ class ConvertParams(Params):
             raise Invalid(f"text_mode must be 'file' or 'line', not {self.text_mode!r}")
         if self.max_record_bytes <= 0 or self.batch_rows <= 0:
             raise Invalid("max_record_bytes and batch_rows must be positive")
+        if isinstance(self.text_fields, str) or not all(isinstance(f, str) and f for f in self.text_fields):
+            raise Invalid(f"text_fields must be a list of field names, not {self.text_fields!r}")
+        object.__setattr__(self, "text_fields", tuple(self.text_fields))
 
 
 # sample columns that fill ``detail.source``, in SOURCE_DETAIL's field order
 _SOURCE_COLUMNS = ("source_dataset", "source_version", "source_uri", "source_path", "source_row", "source_offset")
+
+
+def _field_text(value: object, join: str) -> str:
+    """One field's part of a joined text: a string stripped, a list's elements joined, a number as written."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return join.join(part for part in (_field_text(v, join) for v in value) if part)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value).strip()
 
 
 class _Builder:
@@ -97,6 +119,14 @@ class _Builder:
         position_key = sample_key_from_position(self.chunk["relative_path"], rec.row)
         if isinstance(rec.value, str):  # plain text
             text, rest = rec.value, None
+        elif p.text_fields:
+            rest = dict(rec.value)
+            missing = [f for f in p.text_fields if f not in rest]
+            if len(missing) == len(p.text_fields):
+                return "", "", None, "missing_text_field", f"none of the fields {list(p.text_fields)!r}"
+            text = p.join.join(
+                _field_text(rest.get(f), p.join) for f in p.text_fields if _field_text(rest.get(f), p.join)
+            )
         else:
             rest = dict(rec.value)
             if p.text_field not in rest:

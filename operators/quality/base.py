@@ -18,12 +18,10 @@ import pyarrow.compute as pc
 
 from operators.base import MapOperator, OperatorOutput
 from operators.lineage_records import (
-    DETAIL,
-    DUPLICATE_DETAIL,
     MODIFICATION_DETAIL,
     RULE_RESULT,
-    SOURCE_DETAIL,
     Verdict,
+    detail_struct,
     lineage_batch,
 )
 from operators.quality.rules import Evaluation
@@ -56,10 +54,7 @@ class QualityOperator(MapOperator):
         reasons = self._reasons(evaluation, passed, dropped, modified)
         rules = self._rule_results(evaluation, passed, n)
         modification, samples = self._apply_modifications(batch, evaluation, modified)
-        detail = pa.StructArray.from_arrays(
-            [pa.nulls(n, SOURCE_DETAIL), pa.nulls(n, DUPLICATE_DETAIL), rules, modification],
-            fields=list(DETAIL),
-        )
+        detail = detail_struct(n, rules=rules, modification=modification)
         lineage = lineage_batch(
             operator=self.name,
             operator_version=self.version,

@@ -25,7 +25,9 @@ import pytest
 
 from lineage import errors
 from lineage.client import Client
-from tests.support.api_world import ServerThread, World
+from operators.schema import sample_id
+from tests.support.api_world import CURL, ServerThread, World
+from tests.support.helpers import write_jsonl
 
 GATE = {"min_samples": 100, "max_drop_rate_per_source": 0.0, "required_rule_sets": ["quality_c4"]}
 # clean v2 (``world``): 6 input rows, 4 kept; the exact duplicate and the short text dropped (2 of 6)
@@ -105,7 +107,7 @@ def via_cli(ctx: Ctx, verb: str, ref: str, body: dict[str, Any]) -> Outcome:
     args = ["release", "publish", ref, "--json"]
     if "gate" in body:
         config = settings.home / f"gate-{ref.replace('@', '-')}.toml"
-        config.write_text("[gate]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in body["gate"].items()))
+        config.write_text("[gate]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in body["gate"].items()))
         args += ["--gate", str(config)]
     if "override_reason" in body:
         args += ["--override", body["override_reason"]]
@@ -119,6 +121,13 @@ def via_cli(ctx: Ctx, verb: str, ref: str, body: dict[str, Any]) -> Outcome:
     assert shown.returncode == 0, shown.stderr
     assert json.loads(published.stdout)["release"] == json.loads(shown.stdout)
     return Outcome(release=json.loads(shown.stdout))
+
+
+def _toml(value: Any) -> str:
+    """A gate value as TOML: JSON's scalars and arrays are TOML's; a table is written inline."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value)
 
 
 SURFACES: dict[str, Surface] = {
@@ -177,7 +186,12 @@ def test_an_override_is_recorded_with_who_when_and_why(ctx: Ctx, surface: str) -
     after = datetime.now(UTC)
     assert outcome.code is None and outcome.release is not None
     gate = outcome.release["gate"]
-    assert gate["conditions"] == {**GATE, "max_exact_duplicate_rate": None}
+    assert gate["conditions"] == {
+        **GATE,
+        "max_exact_duplicate_rate": None,
+        "check_evalsets": None,
+        "max_contaminated_items": {},
+    }
     assert [r for r in gate["results"] if not r["passed"]] == FAILED
     override = gate["override"]
     assert (override["by"], override["reason"]) == (ACTOR[surface], "small test corpus, reviewed")
@@ -211,3 +225,47 @@ def test_a_passing_gate_publishes_and_records_its_results(ctx: Ctx) -> None:
         {"condition": "min_samples", "measured": 4, "limit": 1, "passed": True}
     ]
     assert result.release.gate.override is None
+
+
+@pytest.fixture(scope="module")
+def bench(world: World) -> str:
+    """An eval set of two items: the world's curl text (in clean v2, as sample ``raw/id:curl``) and a
+    sentence in no sample."""
+    items = [
+        {"id": "e1", "text": CURL},
+        {"id": "e2", "text": "a benchmark question that no sample of the corpus holds"},
+    ]
+    path = write_jsonl(world.settings.home.parent / "bench.jsonl", items)
+    return world.service.register_evalset("bench", str(path), id_field="id").evalset.ref
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_contaminated_items_are_a_gate_condition(ctx: Ctx, bench: str, surface: str) -> None:
+    """``max_contaminated_items = {"bench:v1" = 0}`` refuses a release holding one of its items, on every
+    surface, and the contamination report is in the manifest of the release published with limit 1."""
+    ref = f"clean@contaminated-{surface}"
+    condition = f"max_contaminated_items[{bench}]"
+    refused = SURFACES[surface](ctx, "create", ref, {"gate": {"max_contaminated_items": {bench: 0}}})
+    assert (refused.code, refused.failures) == (
+        "gate_failed",
+        [{"condition": condition, "measured": 1, "limit": 0, "passed": False}],
+    )
+    published = SURFACES[surface](ctx, "create", ref, {"gate": {"max_contaminated_items": {bench: 1}}})
+    assert published.release is not None
+    assert published.release["gate"]["results"] == [{"condition": condition, "measured": 1, "limit": 1, "passed": True}]
+    report = ctx.world.service.get_manifest(ref).contamination
+    assert report is not None and report.checked_samples == 4
+    found = report.evalsets[bench]
+    assert (found.items, found.contaminated_items, found.share, found.samples) == (2, 1, 0.5, 1)
+    assert found.item_samples == {sample_id("bench", "id:e1"): [sample_id("raw", "id:curl")]}
+
+
+def test_an_unchecked_eval_set_fails_its_condition(ctx: Ctx, bench: str) -> None:
+    with pytest.raises(errors.Invalid, match="max_contaminated_items"):
+        ctx.world.service.create_release(
+            {"name": "clean", "tag": "x", "gate": {"max_contaminated_items": {"bench": 0}}}
+        )
+    with pytest.raises(errors.NotFound):
+        ctx.world.service.create_release(
+            {"name": "clean", "tag": "y", "gate": {"max_contaminated_items": {"nope:v1": 0}}}
+        )

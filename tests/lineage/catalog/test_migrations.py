@@ -13,7 +13,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table, Text, create_engine, inspect, text
 
-from lineage.catalog import Catalog, Dataset, ReleaseRead
+from lineage.catalog import Catalog, Dataset, Release, ReleaseRead
 from lineage.catalog.db import MIGRATIONS_DIR
 from lineage.catalog.migrations import HEAD
 from lineage.catalog.models import Base
@@ -165,4 +165,40 @@ def test_release_reads_recorded_before_attribution_keep_an_empty_recorder(
         assert (read.job, read.rank, read.recorded_by) == ("old-job", 1, "")
     indexes = {i["name"] for i in inspect(catalog.engine).get_indexes("release_reads")}
     assert "ix_release_reads_release_id" in indexes
+    catalog.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_releases_published_before_contamination_checks_have_none(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """0007 adds ``contamination_checks`` to existing releases (empty: never checked), which other tables
+    refer to (on SQLite a batch copy of ``releases`` would break their foreign keys)."""
+    from alembic import command
+
+    url = make_settings(tmp_path, backend, request).catalog_url or ""
+    (tmp_path / "home").mkdir(exist_ok=True)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0004_release_read_recorder")
+    old = MetaData()
+    old.reflect(engine)
+    with engine.begin() as conn:
+        for name, row in (
+            ("datasets", {"id": 1, "name": "d"}),
+            ("runs", {"id": "r1"}),
+            ("dataset_versions", {"id": 1, "dataset_id": 1, "run_id": "r1"}),
+            ("releases", {"id": 1, "dataset_version_id": 1, "name": "d", "tag": "v1"}),
+            ("release_reads", {"release_id": 1, "job": "old-job", "world_size": 2, "rank": 1}),
+        ):
+            conn.execute(old.tables[name].insert(), _filled(old.tables[name], **row))
+    engine.dispose()
+    catalog = Catalog(url)
+    with catalog.session() as s:
+        (release,) = s.query(Release).all()
+        assert release.contamination_checks == {} and release.ref == "d@v1"
+    assert {"eval_sets", "eval_set_versions"} <= set(inspect(catalog.engine).get_table_names())
     catalog.dispose()

@@ -166,3 +166,32 @@ def test_failed_job_commits_nothing(engine: str, tmp_path: Path, settings: Setti
     if engine != "local":
         leftovers = [p for p in Path(tier.path("")).rglob("*.parquet")]
         assert leftovers == [], f"{engine} left files behind: {leftovers}"
+
+
+@pytest.mark.usefixtures("spark", "ray_runtime")
+def test_decontaminate_agrees_on_every_engine(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
+    """Issue #19: the contamination check drops the same samples, with the same evidence, on every engine
+    (the index is built on each worker from the pinned eval-set version the run recorded)."""
+    import json
+
+    from lineage.service.core import Service
+
+    raw = engine_corpus.build(tmp_path / "raw")
+    docs = []
+    for path in sorted(raw.rglob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get("text"), str) and len(doc["text"].split()) > 30:
+                docs.append(doc["text"])
+    items = [{"id": f"e{i}", "text": " ".join(t.split()[5:25])} for i, t in enumerate(docs[:5])]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    service = Service(settings, catalog)
+    service.register_evalset("bench", str(tmp_path / "items.jsonl"), id_field="id")
+    operators = [{"name": "decontaminate", "params": {"evalsets": ["bench:v1"]}}]
+    outcomes, tables = _run_everywhere(raw, settings, catalog, operators, "decon")
+    step = {s["operator"]: s for s in outcomes["local"].counts["steps"]}["decontaminate"]
+    assert step["dropped"] >= len(items), "each item is a 20-word span of a corpus document"
+    _assert_same_release(outcomes, tables)

@@ -1,0 +1,193 @@
+"""Contamination on real runs and releases (issue #19, item 2), on SQLite and a real PostgreSQL: the
+``decontaminate`` operator in a pipeline run (drop and flag, the evidence in each sample's lineage), the
+report stored in the manifest at publish, and ``evalset check`` recording its result on each published
+release without changing the release."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lineage.errors import Invalid
+from lineage.service.core import Service
+from lineage.settings import Settings
+from operators.schema import sample_id
+from tests.support.api_world import BACKENDS, make_settings
+from tests.support.cli import lineage
+from tests.support.evalset_items import LONG_EN, LONG_ZH, OTHER_EN, items_v1, write_items
+from tests.support.helpers import write_jsonl
+
+CLEAN = [
+    "the package manager resolves dependencies before installing each archive and verifies its signature",
+    "a compiler translates source code into machine code and a linker joins the object files together",
+    "软件包管理器在安装每个归档文件之前会解析依赖关系并验证签名以防止损坏的镜像替换系统中的库文件",
+]
+PLANTED = {
+    "en": f"Exam preparation notes. {LONG_EN} Mars Venus Jupiter Saturn. The answer is A.",  # q1, whole
+    "zh": f"今天的练习题：{LONG_ZH} 答案是北京。",  # q2, the question only
+    "mixed": f"中文网页引用了一道英文题目：{OTHER_EN}",  # q6, in mixed text
+}
+
+
+@dataclass
+class World:
+    settings: Settings
+    service: Service
+    root: Path
+
+
+def _sid(key: str) -> str:
+    return sample_id("web", f"id:{key}")
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp(f"contamination-{request.param}")
+    settings = make_settings(tmp, request.param, request)
+    service = Service(settings)
+    items = write_items(tmp / "mmlu-zh.jsonl", items_v1())
+    service.register_evalset("mmlu-zh", str(items), text_fields=["question", "choices"], id_field="id")
+    records = [{"id": f"clean{i}", "text": t} for i, t in enumerate(CLEAN)]
+    records += [{"id": k, "text": t} for k, t in PLANTED.items()]
+    write_jsonl(tmp / "web" / "web.jsonl", records)
+    service.run_pipeline(_pipeline(tmp, "web-raw", []))
+    service.create_release({"name": "web-raw", "tag": "v1"})
+    yield World(settings, service, tmp)
+    service.close()
+
+
+def _pipeline(root: Path, output: str, operators: list[dict]) -> dict:
+    return {
+        "name": output,
+        "inputs": [{"dataset": "web", "path": str(root / "web"), "id_field": "id"}],
+        "operators": operators,
+        "output": {"dataset": output},
+    }
+
+
+def _contamination(world: World, dataset: str) -> dict[str, dict]:
+    dv = world.service.get_version(dataset, 1)
+    table = world.service.tables.get(dv.tier, dv.lineage_path, dv.lineage_delta_version).dataset.to_table()
+    return {
+        r["sample_id"]: {**r["detail"]["contamination"], "verdict": r["verdict"], "reason": r["reason"]}
+        for r in table.to_pylist()
+        if r["operator"] == "decontaminate"
+    }
+
+
+def test_decontaminate_drops_planted_items_and_records_the_evidence(world: World) -> None:
+    op = {"name": "decontaminate", "params": {"evalsets": ["mmlu-zh:v1"]}}
+    result = world.service.run_pipeline(_pipeline(world.root, "web-decon", [op]))
+    assert result.row_count == len(CLEAN)
+    found = _contamination(world, "web-decon")
+    assert set(found) == {_sid(k) for k in [*PLANTED, *(f"clean{i}" for i in range(3))]}  # every sample checked
+    assert all(d["checked"] == ["mmlu-zh:v1"] for d in found.values())
+    assert {k for k, d in found.items() if d["verdict"] == "dropped"} == {_sid(k) for k in PLANTED}
+    assert all(d["reason"] == "contaminated" for d in found.values() if d["verdict"] == "dropped")
+    assert {k: [m["item_id"] for m in d["matches"]] for k, d in found.items() if d["matches"]} == {
+        _sid("en"): [sample_id("mmlu-zh", "id:q1")],
+        _sid("zh"): [sample_id("mmlu-zh", "id:q2")],
+        _sid("mixed"): [sample_id("mmlu-zh", "id:q6")],
+    }
+    (en,) = found[_sid("en")]["matches"]
+    q1_words = len(LONG_EN.split()) + 4  # question and choices
+    assert en["item_ngrams"] == q1_words - 13 + 1 == en["matched_item_ngrams"]  # all of q1 is there
+    assert en["sample_ngrams"] == 3 + q1_words + 4 - 13 + 1 and en["matched_sample_ngrams"] == en["item_ngrams"]
+    (zh,) = found[_sid("zh")]["matches"]
+    assert 0 < zh["matched_item_ngrams"] < zh["item_ngrams"]  # the question, not its choices
+    run = world.service.get_run(result.run.id)
+    (params,) = [o["params"] for o in run.operators if o["name"] == "decontaminate"]
+    assert [s["evalset"] for s in params["sources"]] == ["mmlu-zh:v1"]  # the run pins what it checked
+
+
+def test_flag_keeps_samples_and_the_threshold_applies_to_the_chosen_coverage(world: World) -> None:
+    op = {"name": "decontaminate", "params": {"action": "flag", "coverage": "item", "threshold": 0.5}}
+    result = world.service.run_pipeline(_pipeline(world.root, "web-flag", [op]))
+    assert result.row_count == len(CLEAN) + len(PLANTED)  # nothing dropped
+    found = _contamination(world, "web-flag")
+    assert all(d["verdict"] == "kept" for d in found.values())
+    # flagged exactly when some item has more than half of its n-grams in the sample: all of q1 is in "en";
+    # "zh" holds q2's question but not its choices
+    flagged = {k for k, d in found.items() if d["contaminated"]}
+    coverage = {
+        k: max((m["matched_item_ngrams"] / m["item_ngrams"] for m in d["matches"]), default=0) for k, d in found.items()
+    }
+    assert flagged == {k for k, c in coverage.items() if c > 0.5}
+    assert coverage[_sid("en")] == 1.0 and 0 < coverage[_sid("zh")] < 1.0 and _sid("en") in flagged
+    assert coverage[_sid("mixed")] == 5 / 9  # q6's question, written against Chinese text: 5 of its 9 13-grams
+    sample_rule = {"name": "decontaminate", "params": {"action": "flag", "coverage": "sample", "threshold": 0.5}}
+    world.service.run_pipeline(_pipeline(world.root, "web-flag-sample", [sample_rule]))
+    by_sample = _contamination(world, "web-flag-sample")
+    assert _sid("en") in {k for k, d in by_sample.items() if d["contaminated"]}  # 11 of its 18 13-grams are q1's
+    assert {k for k, d in by_sample.items() if d["contaminated"]} == {
+        k
+        for k, d in by_sample.items()
+        if any(m["matched_sample_ngrams"] / m["sample_ngrams"] > 0.5 for m in d["matches"])
+    }
+    assert found[_sid("en")]["checked"] == ["mmlu-zh:v1"]  # none named: every active eval set
+
+
+def test_operator_refuses_unresolved_or_bad_parameters(world: World) -> None:
+    with pytest.raises(Invalid, match="threshold"):
+        world.service.run_pipeline(_pipeline(world.root, "x", [{"name": "decontaminate", "params": {"threshold": 2}}]))
+    bad = {"name": "decontaminate", "params": {"sources": [{"evalset": "x:v1"}]}}
+    with pytest.raises(Invalid, match="not their sources"):
+        world.service.run_pipeline(_pipeline(world.root, "x", [bad]))
+
+
+def test_publish_stores_the_contamination_report_in_the_manifest(world: World) -> None:
+    report = world.service.get_manifest("web-raw@v1").contamination
+    assert report is not None and report.checked_samples == len(CLEAN) + len(PLANTED)
+    found = report.evalsets["mmlu-zh:v1"]
+    assert (found.items, found.contaminated_items, found.samples) == (6, 3, 3)
+    assert found.share == 3 / 6
+    assert found.item_samples == {
+        sample_id("mmlu-zh", "id:q1"): [_sid("en")],
+        sample_id("mmlu-zh", "id:q2"): [_sid("zh")],
+        sample_id("mmlu-zh", "id:q6"): [_sid("mixed")],
+    }
+
+
+def test_evalset_check_records_on_each_release_without_changing_it(world: World, tmp_path: Path) -> None:
+    """A new eval set version is checked against the published releases (CLI, in a subprocess); each
+    release records the result; its manifest and digest stay as published."""
+    svc = world.service
+    svc.run_pipeline(_pipeline(world.root, "web-clean", [{"name": "decontaminate"}]))
+    svc.create_release({"name": "web-clean", "tag": "v1"})
+    before = {
+        r: (svc.get_release(r).content_digest, svc.get_manifest(r).as_dict()) for r in ("web-raw@v1", "web-clean@v1")
+    }
+    new = write_items(tmp_path / "v2.jsonl", [{"id": "n1", "text": CLEAN[1]}, {"id": "n2", "text": "never seen"}])
+    svc.register_evalset("fresh", str(new), id_field="id")
+    env = {"LINEAGE_CATALOG_URL": world.settings.catalog_url or ""}
+    out = lineage(world.settings.home, "evalset", "check", "fresh:v1", "--releases", "all", "--json", **env)
+    checked = json.loads(out.stdout)
+    assert checked["evalset"] == "fresh:v1"
+    by_release = {r["release"]: r["evalsets"]["fresh:v1"] for r in checked["releases"]}
+    assert {r: v["contaminated_items"] for r, v in by_release.items()} == {"web-clean@v1": 1, "web-raw@v1": 1}
+    for ref, (digest, manifest) in before.items():
+        shown = svc.get_release(ref)
+        assert shown.content_digest == digest and svc.get_manifest(ref).as_dict() == manifest  # unchanged
+        recorded = shown.contamination_checks["fresh:v1"]
+        assert recorded["contaminated_items"] == 1 and recorded["item_samples"] == {
+            sample_id("fresh", "id:n1"): [_sid("clean1")]
+        }
+        assert "checked_at" in recorded
+    one = svc.check_evalset("mmlu-zh", releases=["web-clean@v1"])  # NAME: its latest version
+    assert [(r.release, r.evalsets["mmlu-zh:v1"].contaminated_items) for r in one.releases] == [("web-clean@v1", 0)]
+    assert set(svc.get_release("web-clean@v1").contamination_checks) == {"fresh:v1", "mmlu-zh:v1"}
+
+
+def test_release_show_and_the_html_report_show_the_contamination(world: World, tmp_path: Path) -> None:
+    env = {"LINEAGE_CATALOG_URL": world.settings.catalog_url or ""}
+    shown = lineage(world.settings.home, "release", "show", "web-raw@v1", **env).stdout
+    assert "Contamination" in shown and "mmlu-zh:v1" in shown and "3 of 6" in shown and "at publish" in shown
+    out = tmp_path / "qc.html"
+    lineage(world.settings.home, "release", "report", "web-raw@v1", "--out", str(out), **env)
+    page = out.read_text(encoding="utf-8")
+    assert "<h2>Contamination</h2>" in page and "<td>mmlu-zh:v1</td><td>3 of 6</td><td>50.00%</td>" in page
+    assert sample_id("mmlu-zh", "id:q2") in page
