@@ -452,10 +452,38 @@ class Client:
         )
 
     def export_release(
-        self, ref: str, out: Path, fmt: str = "jsonl", progress: Callable[[int], None] | None = None
+        self,
+        ref: str,
+        out: Path | str,
+        fmt: str = "jsonl",
+        progress: Callable[[int], None] | None = None,
+        *,
+        tokenizer: Path | str | None = None,
+        seq_len: int | None = None,
+        pack: bool = False,
+        shard_size: int | None = None,
+        seed: int = 0,
+        eod_token: str | None = None,
+        tier: str | None = None,
     ) -> S.ExportResult:
-        """Write the release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``."""
-        return self._in_process("export_release", lambda: self.service.export_release(ref, out, fmt, progress))
+        """Write the release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``, or tokenized into
+        Megatron (``fmt="megatron"``) or MDS (``"mds"``) shards with a tokenizer.json (see ``lineage export``)."""
+        return self._in_process(
+            "export_release",
+            lambda: self.service.export_release(
+                ref,
+                out,
+                fmt,
+                progress,
+                tokenizer=tokenizer,
+                seq_len=seq_len,
+                pack=pack,
+                shard_size=shard_size,
+                seed=seed,
+                eod_token=eod_token,
+                tier=tier,
+            ),
+        )
 
     def dedupe_files(
         self,

@@ -444,13 +444,61 @@ class Service:
         return self.run_pipeline(spec, engine=engine, progress=progress)
 
     def export_release(
-        self, ref: str, out: Path, fmt: str = "jsonl", progress: Callable[[int], None] | None = None
+        self,
+        ref: str,
+        out: Path | str,
+        fmt: str = "jsonl",
+        progress: Callable[[int], None] | None = None,
+        *,
+        tokenizer: Path | str | None = None,
+        seq_len: int | None = None,
+        pack: bool = False,
+        shard_size: int | None = None,
+        seed: int = 0,
+        eod_token: str | None = None,
+        tier: str | None = None,
     ) -> S.ExportResult:
-        """The release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``."""
-        from lineage.releases.export import export_release  # start-up: deltalake, DuckDB
+        """The release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``, or tokenized with the
+        tokenizer.json ``tokenizer`` into Megatron or MDS shards in ``<out>/<name>-<tag>.<fmt>/`` on
+        ``tier`` (a local folder when none); see :mod:`lineage.releases.tokenized`."""
+        # start-up: deltalake, DuckDB
+        from lineage.releases.export import TRAINING_FORMATS, ExportOptions, export_release
 
-        path, rows = export_release(self.catalog, self.settings, ref, Path(out), fmt, progress or (lambda _n: None))
-        return S.ExportResult(release=ref, path=str(path), rows=rows)
+        training = None
+        if tokenizer is not None or fmt in TRAINING_FORMATS:
+            if tokenizer is None:
+                raise BadRequest(f"--format {fmt} needs --tokenizer PATH (a tokenizers tokenizer.json)")
+            training = ExportOptions(
+                format=fmt,
+                tokenizer=Path(tokenizer),
+                seq_len=seq_len,
+                pack=pack,
+                shard_size=shard_size or self.settings.export_shard_size,
+                seed=seed,
+                eod_token=eod_token,
+            )
+        elif pack or seq_len is not None or shard_size is not None:
+            raise BadRequest(
+                f"--format {fmt} writes samples as they are: --pack, --seq-len, --shard-size are for megatron and mds"
+            )
+        done = export_release(self.catalog, self.settings, ref, out, fmt, progress or (lambda _n: None), training, tier)
+        if done.manifest is None:
+            return S.ExportResult(release=ref, path=done.path, rows=done.rows)
+        m = done.manifest
+        return S.ExportResult(
+            release=m["release"],
+            path=done.path,
+            rows=done.rows,
+            format=fmt,
+            tier=done.tier,
+            export_id=m["export_id"],
+            tokenizer_digest=m["tokenizer"]["digest"],
+            sequences=m["sequences"],
+            tokens=m["tokens"],
+            tokens_by_source=m["tokens_by_source"],
+            shards=m["shards"],
+            resumed_shards=done.resumed_shards,
+        )
 
     def dedupe_files(
         self,

@@ -423,10 +423,35 @@ class RunResult(BaseModel):
     row_count: int
 
 
+class ExportFile(BaseModel):
+    path: str = Field(description="Relative to the export's folder.")
+    bytes: int
+    xxh3_128: str
+
+
+class ExportShard(BaseModel):
+    index: int
+    files: list[ExportFile] = Field(description="Megatron: .bin and .idx; MDS: the .mds file.")
+    sequences: int
+    tokens: int
+    tokens_by_source: dict[str, int]
+
+
 class ExportResult(BaseModel):
+    """What ``export_release`` wrote. For megatron and mds, the shards as ``manifest.json`` lists them."""
+
     release: str
-    path: str = Field(description="The file written.")
-    rows: int
+    path: str = Field(description="The file written (jsonl, parquet) or the shard folder (megatron, mds).")
+    rows: int = Field(description="Samples exported.")
+    format: str = "jsonl"
+    tier: str | None = Field(default=None, description="The shard folder's tier (megatron, mds).")
+    export_id: str | None = Field(default=None, description="xxh3-128 of (release, tokenizer digest, options, seed).")
+    tokenizer_digest: str | None = None
+    sequences: int | None = None
+    tokens: int | None = None
+    tokens_by_source: dict[str, int] = {}
+    shards: list[ExportShard] = []
+    resumed_shards: int = Field(default=0, description="Shards a killed run had finished, kept as they were.")
 
 
 class DedupeResult(BaseModel):
