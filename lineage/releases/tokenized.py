@@ -37,7 +37,7 @@ import xxhash
 
 from lineage.catalog import Catalog
 from lineage.catalog.queries import get_release
-from lineage.errors import Conflict, Invalid, NotFound
+from lineage.errors import Conflict, Invalid, MissingExtra, NotFound
 from lineage.releases import training_formats as F
 from lineage.settings import Settings
 from pipelines.faults import checkpoint
@@ -136,6 +136,7 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: Path, eod_token: str | None) -> Tokenizer:
+        MissingExtra.require("tokenizers", "export", "a megatron or mds export")
         from tokenizers import Tokenizer as HfTokenizer  # extra: export
 
         try:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow.fs as pafs
 import pytest
 import xxhash
 from tokenizers import Tokenizer
@@ -21,6 +22,8 @@ from tokenizers import Tokenizer
 from lineage import errors
 from lineage.client import Client
 from lineage.settings import Settings
+from storage.tier import get_tier
+from tests.support.fixtures_ceph import CephS3
 from tests.support.training_export import EOD, publish_corpus_slice, streaming_dataset, train_tokenizer
 
 REF = "deb@t"
@@ -186,3 +189,21 @@ def test_refusals_are_clear(client: Client, tokenizer_file: Path, tmp_path: Path
     with pytest.raises(errors.Conflict, match="holds another export"):
         client.export_release(REF, tmp_path / "y", "mds", tokenizer=tokenizer_file, seed=7)
     assert not (tmp_path / "x").exists() or not any((tmp_path / "x").rglob("*.mds"))
+
+
+def test_shards_on_a_real_ceph_tier_match_the_local_ones(
+    client: Client, settings: Settings, tokenizer_file: Path, tmp_path: Path, ceph_s3: CephS3
+) -> None:
+    settings.tiers.append(ceph_s3.tier_config(name="ceph"))
+    options = {"tokenizer": tokenizer_file, "seq_len": 63, "pack": True, "shard_size": 8 << 10}
+    local = client.export_release(REF, tmp_path / "local", "mds", **options)
+    remote = client.export_release(REF, "exports/run-1", "mds", tier="ceph", **options)
+    assert (remote.tier, remote.path) == ("ceph", "exports/run-1/deb-t.mds")
+    tier = get_tier("ceph", settings)
+    listed = tier.filesystem.get_file_info(pafs.FileSelector(tier.path(remote.path)))
+    on_ceph = {}
+    for info in listed:
+        with tier.filesystem.open_input_stream(info.path) as fh:
+            on_ceph[info.base_name] = fh.read()
+    assert on_ceph == folder_bytes(Path(local.path))  # shards, index.json, manifest.json; no progress record
+    assert remote.export_id == local.export_id and remote.shards == local.shards
