@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import xxhash
 
 from lineage.catalog import Catalog
@@ -51,6 +52,20 @@ EOD_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|eos|>", "[EOS]")
 BATCH_DOCS = 1000
 MANIFEST = "manifest.json"
 PROGRESS = "_progress.json"
+LINEAGE_DIR = "sequence-lineage"
+# The sequence-lineage table: one row per (sequence, sample piece), sorted by sequence then position.
+LINEAGE_SCHEMA = pa.schema(
+    [
+        ("sequence", pa.int64()),  # global index in the export
+        ("shard", pa.int32()),
+        ("shard_sequence", pa.int32()),  # index in its shard (what a shard reader sees)
+        ("sample_id", pa.string()),
+        ("source_dataset", pa.string()),
+        ("seq_start", pa.int32()),  # the sample's tokens are [seq_start, seq_start + length) of the sequence
+        ("length", pa.int32()),
+        ("doc_start", pa.int64()),  # ... and [doc_start, doc_start + length) of the sample's tokens + EOD
+    ]
+)
 MANIFEST_FORMAT = 1
 
 
@@ -102,7 +117,9 @@ class Sequence:
 @dataclass
 class ShardRecord:
     index: int
-    files: list[dict[str, Any]]
+    files: list[dict[str, Any]]  # the shard: Megatron .bin and .idx, or the .mds file
+    lineage: dict[str, Any]  # its sequence-lineage table (Parquet)
+    first_sequence: int  # the global index of its first sequence
     sequences: int
     tokens: int
     end: tuple[int, int]
@@ -112,6 +129,8 @@ class ShardRecord:
         return {
             "index": self.index,
             "files": self.files,
+            "lineage": self.lineage,
+            "first_sequence": self.first_sequence,
             "sequences": self.sequences,
             "tokens": self.tokens,
             "end": list(self.end),
@@ -120,7 +139,16 @@ class ShardRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ShardRecord:
-        return cls(d["index"], d["files"], d["sequences"], d["tokens"], tuple(d["end"]), d["tokens_by_source"])
+        return cls(
+            d["index"],
+            d["files"],
+            d["lineage"],
+            d["first_sequence"],
+            d["sequences"],
+            d["tokens"],
+            tuple(d["end"]),
+            d["tokens_by_source"],
+        )
 
 
 @dataclass
@@ -229,7 +257,7 @@ def export_tokenized(
     start = shards[-1].end if shards else (0, 0)
     progress(start[0])
     sequences = _sequences(table, order, tokenizer, options, start, progress)
-    for record in writer.write_shards(sequences, len(shards), len(order)):
+    for record in writer.write_shards(sequences, list(shards), len(order)):
         shards.append(record)
         writer.write_progress(export_id, shards)
 
@@ -330,6 +358,27 @@ def _documents(
         progress(len(ids))
 
 
+def sequence_lineage(shard: int, first: int, batch: list[Sequence]) -> bytes:
+    """The shard's sequence-lineage table as Parquet bytes (deterministic for the same pyarrow)."""
+    rows: dict[str, list[Any]] = {name: [] for name in LINEAGE_SCHEMA.names}
+    for k, q in enumerate(batch):
+        for p in q.pieces:
+            for key, value in (
+                ("sequence", first + k),
+                ("shard", shard),
+                ("shard_sequence", k),
+                ("sample_id", p.sample_id),
+                ("source_dataset", p.source),
+                ("seq_start", p.seq_start),
+                ("length", p.length),
+                ("doc_start", p.doc_start),
+            ):
+                rows[key].append(value)
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(rows, schema=LINEAGE_SCHEMA), sink, compression="zstd", row_group_size=1 << 16)
+    return sink.getvalue().to_pybytes()
+
+
 def _sum_sources(shards: list[ShardRecord]) -> dict[str, int]:
     total: dict[str, int] = defaultdict(int)
     for r in shards:
@@ -361,7 +410,8 @@ class _ShardWriter:
         self.fs.move(partial, self._path(name))
 
     def _partial(self, name: str, data: bytes) -> str:
-        partial = self._path(f".{name}.partial")
+        folder, _, base = name.rpartition("/")
+        partial = self._path(f"{folder}/.{base}.partial" if folder else f".{base}.partial")
         with self.fs.open_output_stream(partial) as fh:
             fh.write(data)
         return partial
@@ -395,7 +445,7 @@ class _ShardWriter:
         kept: list[ShardRecord] = []
         for d in state["shards"]:
             record = ShardRecord.from_dict(d)
-            if any(self._size(Path(f["path"]).name) != f["bytes"] for f in record.files):
+            if any(self._size(f["path"]) != f["bytes"] for f in [*record.files, record.lineage]):
                 break
             kept.append(record)
         log.info("resuming %s:%s after %d finished shards", self.tier.name, self.prefix, len(kept))
@@ -414,20 +464,24 @@ class _ShardWriter:
         data = len(sequence.tokens) * self.dtype.itemsize
         return F.mds_sample_size(len(sequence.tokens), self.dtype) + 4 if self.options.format == "mds" else data
 
-    def write_shards(self, sequences: Iterator[Sequence], first_index: int, documents: int) -> Iterator[ShardRecord]:
-        """Cut ``sequences`` into shards of at most ``shard_size`` bytes; yield each once written."""
-        index, batch, size = first_index, [], self._empty_size()
+    def write_shards(
+        self, sequences: Iterator[Sequence], done: list[ShardRecord], documents: int
+    ) -> Iterator[ShardRecord]:
+        """Cut ``sequences`` into shards of at most ``shard_size`` bytes after the ``done`` ones; yield
+        each once written."""
+        index, batch, size = len(done), [], self._empty_size()
+        first = sum(r.sequences for r in done)
         for sequence in sequences:
             cost = self._cost(sequence)
             if batch and size + cost > self.options.shard_size:
-                yield self._write(index, batch, sequence.start)
-                index, batch, size = index + 1, [], self._empty_size()
+                yield self._write(index, first, batch, sequence.start)
+                index, first, batch, size = index + 1, first + len(batch), [], self._empty_size()
             batch.append(sequence)
             size += cost
         if batch:
-            yield self._write(index, batch, (documents, 0))
+            yield self._write(index, first, batch, (documents, 0))
 
-    def _write(self, index: int, batch: list[Sequence], end: tuple[int, int]) -> ShardRecord:
+    def _write(self, index: int, first: int, batch: list[Sequence], end: tuple[int, int]) -> ShardRecord:
         if self.options.format == "megatron":
             data = b"".join(q.tokens.tobytes() for q in batch)
             idx = F.megatron_index(np.array([len(q.tokens) for q in batch]), self.dtype)
@@ -439,20 +493,26 @@ class _ShardWriter:
         for q in batch:
             for p in q.pieces:
                 by_source[p.source] += p.length
+        lineage = (f"{LINEAGE_DIR}/shard_{index:05d}.parquet", sequence_lineage(index, first, batch))
+        files.insert(0, lineage)  # the table first: a visible shard always has its lineage
         if self.tier.kind == "s3":
             checkpoint(f"export_shard_{index}")
             for name, blob in files:
                 self.put(name, blob)
         else:
+            self.fs.create_dir(self._path(LINEAGE_DIR), recursive=True)
             partials = [(self._partial(name, blob), name) for name, blob in files]
             checkpoint(f"export_shard_{index}")  # crash tests: killed with the shard written, not yet visible
             for partial, name in partials:  # a Megatron .idx last: no .idx, no shard
                 self.fs.move(partial, self._path(name))
+        described = [
+            {"path": name, "bytes": len(blob), "xxh3_128": xxhash.xxh3_128_hexdigest(blob)} for name, blob in files
+        ]
         return ShardRecord(
             index=index,
-            files=[
-                {"path": name, "bytes": len(blob), "xxh3_128": xxhash.xxh3_128_hexdigest(blob)} for name, blob in files
-            ],
+            files=described[1:],
+            lineage=described[0],
+            first_sequence=first,
             sequences=len(batch),
             tokens=sum(len(q.tokens) for q in batch),
             end=end,

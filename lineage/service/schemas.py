@@ -432,6 +432,8 @@ class ExportFile(BaseModel):
 class ExportShard(BaseModel):
     index: int
     files: list[ExportFile] = Field(description="Megatron: .bin and .idx; MDS: the .mds file.")
+    lineage: ExportFile = Field(description="The shard's sequence-lineage table (Parquet).")
+    first_sequence: int = Field(description="The global index of the shard's first sequence.")
     sequences: int
     tokens: int
     tokens_by_source: dict[str, int]

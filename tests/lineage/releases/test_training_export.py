@@ -57,7 +57,8 @@ def expected_documents(
 
 
 def folder_bytes(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    """Every file under ``folder`` (the sequence-lineage tables too), by relative path."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_megatron_shards_read_back_exactly_by_megatron_core(
@@ -124,6 +125,7 @@ def test_same_inputs_give_byte_identical_shards(client: Client, tokenizer_file: 
     assert folder_bytes(Path(first.path)) == folder_bytes(Path(second.path))
     assert first.export_id == second.export_id != other.export_id
     assert folder_bytes(Path(first.path))["shard.00000.mds"] != folder_bytes(Path(other.path))["shard.00000.mds"]
+    assert len(folder_bytes(Path(first.path))) == 2 * len(first.shards) + 2  # .mds + lineage each, index, manifest
     again = export("a")  # a finished export is not written again
     assert again.export_id == first.export_id and again.resumed_shards == len(first.shards)
 
@@ -156,13 +158,20 @@ def test_killed_export_resumes_by_shard_and_never_shows_a_half_shard(
         proc.wait()
     folder = out / "deb-t.megatron"
     visible = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
-    assert visible == ["_progress.json", "shard_00000.bin", "shard_00000.idx", "shard_00001.bin", "shard_00001.idx"]
+    assert visible == [
+        "_progress.json",
+        "sequence-lineage",
+        "shard_00000.bin",
+        "shard_00000.idx",
+        "shard_00001.bin",
+        "shard_00001.idx",
+    ]
     assert {p.name for p in folder.iterdir() if p.name.startswith(".")} == {
         ".shard_00002.bin.partial",
         ".shard_00002.idx.partial",
     }
     ref_bytes = folder_bytes(Path(reference.path))
-    for name in visible[1:]:  # the finished shards are whole
+    for name in visible[2:]:  # the finished shards are whole
         assert (folder / name).read_bytes() == ref_bytes[name]
     kept = (folder / "shard_00000.bin").stat()
 
@@ -200,10 +209,13 @@ def test_shards_on_a_real_ceph_tier_match_the_local_ones(
     remote = client.export_release(REF, "exports/run-1", "mds", tier="ceph", **options)
     assert (remote.tier, remote.path) == ("ceph", "exports/run-1/deb-t.mds")
     tier = get_tier("ceph", settings)
-    listed = tier.filesystem.get_file_info(pafs.FileSelector(tier.path(remote.path)))
+    root = tier.path(remote.path)
+    listed = tier.filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
     on_ceph = {}
     for info in listed:
-        with tier.filesystem.open_input_stream(info.path) as fh:
-            on_ceph[info.base_name] = fh.read()
-    assert on_ceph == folder_bytes(Path(local.path))  # shards, index.json, manifest.json; no progress record
+        if info.type == pafs.FileType.File:
+            with tier.filesystem.open_input_stream(info.path) as fh:
+                on_ceph[info.path.removeprefix(root + "/")] = fh.read()
+    assert on_ceph == folder_bytes(Path(local.path))  # shards, lineage, index.json, manifest.json; no progress
+    assert any(name.startswith("sequence-lineage/") for name in on_ceph)
     assert remote.export_id == local.export_id and remote.shards == local.shards
