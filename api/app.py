@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from api import errors
-from api.routers import datasets, lineage, placement, releases, runs, samples, system, tokens
+from api.routers import datasets, exports, lineage, placement, releases, runs, samples, system, tokens
 from lineage.service.core import Service
 from lineage.settings import Settings, get_settings
 
@@ -46,6 +46,6 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     )
     app.state.service = service
     errors.install(app)
-    for module in (system, datasets, runs, releases, placement, samples, lineage, tokens):
+    for module in (system, datasets, runs, releases, exports, placement, samples, lineage, tokens):
         app.include_router(module.router, prefix=API_PREFIX)
     return app

@@ -485,6 +485,43 @@ class Client:
             ),
         )
 
+    # -- training exports -------------------------------------------------------------------
+    def list_exports(
+        self, limit: int | None = None, offset: int = 0, *, release: str | None = None
+    ) -> S.Page[S.ExportOut]:
+        return self._call(
+            lambda: self.service.list_exports(limit, offset, release=release),
+            "GET",
+            "/exports",
+            S.Page[S.ExportOut],
+            params={"limit": limit, "offset": offset, "release": release},
+        )
+
+    def get_export(self, export_id: str) -> S.ExportOut:
+        return self._call(lambda: self.service.get_export(export_id), "GET", f"/exports/{_q(export_id)}", S.ExportOut)
+
+    def export_sequence(self, export_id: str, sequence: int) -> S.ExportSequence:
+        """Which samples make up global sequence ``sequence`` of export ``export_id``, with token spans."""
+        return self._call(
+            lambda: self.service.export_sequence(export_id, sequence),
+            "GET",
+            f"/exports/{_q(export_id)}/sequences/{int(sequence)}",
+            S.ExportSequence,
+        )
+
+    def sample_sequences(self, export_id: str, sample_id: str) -> S.SampleSequences:
+        """Which sequences of export ``export_id`` hold sample ``sample_id``'s tokens."""
+        return self._call(
+            lambda: self.service.sample_sequences(export_id, sample_id),
+            "GET",
+            f"/exports/{_q(export_id)}/samples/{_q(sample_id)}/sequences",
+            S.SampleSequences,
+        )
+
+    def verify_export(self, export_id: str) -> S.ExportVerification:
+        """Read the export's files back from its tier against its manifest (in-process: it reads the tier)."""
+        return self._in_process("verify_export", lambda: self.service.verify_export(export_id))
+
     def dedupe_files(
         self,
         inputs: list[Path],

@@ -1,15 +1,18 @@
 """``lineage export NAME@TAG``: a release's samples as JSONL or Parquet files, or tokenized into Megatron
-or MDS training shards (the service's ``export_release``)."""
+or MDS training shards (the service's ``export_release``); ``exports``, ``sequence`` (sequence-level
+lineage) and ``export-verify`` for the training exports the catalog records."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
+from rich.table import Table
 
-from lineage.cli.app import console, guard, open_service, print_json
+from lineage.cli.app import AsJson, console, every, fail, guard, open_service, print_json
 from lineage.cli.progress import bars
 from lineage.errors import Invalid
 
@@ -73,3 +76,111 @@ def export(
         )
     else:
         console.print(f"wrote {result.rows:,} samples to {result.path}")
+
+
+def exports(
+    export_id: Annotated[str | None, typer.Argument(help="One export's id: show it and its manifest.")] = None,
+    release: Annotated[str | None, typer.Option(help="Only the exports of this release (NAME@TAG).")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Training exports recorded in the catalog (megatron, mds), or one of them."""
+    with open_service() as service:
+        if export_id is not None:
+            one = guard(lambda: service.get_export(export_id), as_json=as_json)
+            if as_json:
+                print_json(one)
+                return
+            _print_export(one)
+            return
+        page = every(service.list_exports, release=release)
+    if as_json:
+        print_json(page)
+        return
+    table = Table(title=f"{page.total:,} training exports")
+    for col in ("export", "release", "format", "where", "samples", "sequences", "tokens", "tokenizer"):
+        table.add_column(col, overflow="fold")
+    for e in page.items:
+        where = f"{e.tier}:{e.path}" if e.tier else e.path
+        table.add_row(
+            e.export_id,
+            e.release,
+            e.format,
+            where,
+            f"{e.samples:,}",
+            f"{e.sequences:,}",
+            f"{e.tokens:,}",
+            e.tokenizer_digest,
+        )
+    console.print(table)
+
+
+def _print_export(e: Any) -> None:
+    where = f"{e.tier}:{e.path}" if e.tier else e.path
+    console.print(f"export {e.export_id} of {e.release} ({e.format}) at {where}")
+    console.print(f"tokenizer {e.tokenizer_digest}; options {e.options}")
+    console.print(
+        f"{e.samples:,} samples, {e.sequences:,} sequences, {e.tokens:,} tokens in {len(e.manifest['shards'])} shards"
+    )
+    for source, n in e.manifest["tokens_by_source"].items():
+        console.print(f"  {source}: {n:,} tokens")
+
+
+def sequence(
+    export_id: Annotated[str, typer.Argument(help="The export's id.")],
+    number: Annotated[int | None, typer.Argument(help="A global sequence index: the samples in it.", min=0)] = None,
+    sample: Annotated[str | None, typer.Option(help="A sample id: the sequences holding it.")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Sequence-level lineage of an export: the samples of sequence N, or the sequences of --sample ID."""
+    if (number is None) == (sample is None):
+        fail(Invalid("give a sequence number or --sample ID (one of them)"), as_json=as_json)
+    with open_service() as service:
+        if sample is not None:
+            found = guard(lambda: service.sample_sequences(export_id, sample), as_json=as_json)
+        else:
+            assert number is not None
+            answer = guard(lambda: service.export_sequence(export_id, number), as_json=as_json)
+    if as_json:
+        print_json(found if sample is not None else answer)
+        return
+    if sample is not None:
+        table = Table(
+            title=f"sample {sample} ({found.source_dataset}) in {len(found.sequences)} sequences of {export_id}"
+        )
+        for col in ("sequence", "shard", "in shard", "sequence tokens", "sample tokens"):
+            table.add_column(col)
+        for q in found.sequences:
+            table.add_row(
+                str(q.sequence),
+                str(q.shard),
+                str(q.shard_sequence),
+                f"[{q.seq_start}, {q.seq_end})",
+                f"[{q.doc_start}, {q.doc_end})",
+            )
+    else:
+        table = Table(title=f"sequence {number} of {export_id}: shard {answer.shard}, index {answer.shard_sequence}")
+        for col in ("sample", "source", "sequence tokens", "sample tokens"):
+            table.add_column(col, overflow="fold")
+        for p in answer.samples:
+            table.add_row(
+                p.sample_id, p.source_dataset, f"[{p.seq_start}, {p.seq_end})", f"[{p.doc_start}, {p.doc_end})"
+            )
+    console.print(table)
+
+
+def export_verify(
+    export_id: Annotated[str, typer.Argument(help="The export's id.")],
+    as_json: AsJson = False,
+) -> None:
+    """Read an export's files back from its tier against its manifest."""
+    with open_service() as service:
+        result = guard(lambda: service.verify_export(export_id), as_json=as_json)
+    if as_json:
+        print_json(result)
+    elif result.problems:
+        for problem in result.problems:
+            console.print(f"[red]{escape(problem)}[/]")
+    else:
+        console.print(f"export {export_id}: all {result.files} files read back as recorded")
+    if result.problems:
+        raise typer.Exit(code=1)

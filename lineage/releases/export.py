@@ -15,7 +15,7 @@ from lineage.catalog import Catalog
 from lineage.catalog.queries import get_release
 from lineage.errors import Invalid
 from lineage.releases.tokenized import FORMATS as TRAINING_FORMATS
-from lineage.releases.tokenized import ExportOptions, export_tokenized
+from lineage.releases.tokenized import ExportOptions, TokenizedExport, export_tokenized
 from lineage.settings import Settings
 from storage.delta import version_dataset
 from storage.tier import get_tier
@@ -30,6 +30,7 @@ class Exported:
     tier: str | None = None  # the shard folder's tier
     manifest: dict[str, Any] | None = None  # a training export's manifest.json
     resumed_shards: int = 0
+    training: TokenizedExport | None = None
 
 
 def export_release(
@@ -51,7 +52,7 @@ def export_release(
         if training is None or training.format != fmt:
             raise Invalid(f"--format {fmt} needs a tokenizer: --tokenizer PATH/tokenizer.json")
         done = export_tokenized(catalog, settings, ref, str(out_dir), training, tier, progress)
-        return Exported(done.path, done.manifest["samples"], done.tier, done.manifest, done.resumed_shards)
+        return Exported(done.path, done.manifest["samples"], done.tier, done.manifest, done.resumed_shards, done)
     if training is not None or tier is not None:
         raise Invalid(
             f"--format {fmt} writes samples as they are: tokenizer, packing and tier options are for megatron and mds"

@@ -198,6 +198,7 @@ class TokenizedExport:
     tier: str | None  # None: a local folder, and ``path`` is absolute
     path: str  # else relative to the tier's root
     manifest: dict[str, Any]
+    release_id: int
     resumed_shards: int = 0
 
 
@@ -219,7 +220,7 @@ def export_tokenized(
         dv = release.dataset_version
         data_tier = get_tier(dv.tier, settings)
         dataset = version_dataset(data_tier, dv.data_path, dv.data_delta_version)
-        name, tag, content_digest = release.name, release.tag, release.content_digest
+        name, tag, content_digest, release_id = release.name, release.tag, release.content_digest, release.id
     folder = f"{name}-{tag}.{options.format}"
     if tier_name is None:
         tier, prefix = local_tier(Path(out).resolve(), name="export"), folder
@@ -248,7 +249,7 @@ def export_tokenized(
         if done.get("export_id") != export_id:
             raise Conflict(f"{tier.name}:{prefix} holds another export ({done.get('export_id')}); choose another --out")
         progress(int(done["samples"]))
-        return TokenizedExport(tier_name, where, done, resumed_shards=len(done["shards"]))
+        return TokenizedExport(tier_name, where, done, release_id, resumed_shards=len(done["shards"]))
 
     shards = writer.resume(export_id)
     resumed = len(shards)
@@ -284,7 +285,7 @@ def export_tokenized(
         writer.put("index.json", F.mds_index(entries, config))
     writer.put(MANIFEST, json.dumps(manifest, sort_keys=True, indent=1).encode())
     writer.delete(PROGRESS)
-    return TokenizedExport(tier_name, where, manifest, resumed_shards=resumed)
+    return TokenizedExport(tier_name, where, manifest, release_id, resumed_shards=resumed)
 
 
 def document_order(sample_ids: pa.ChunkedArray, seed: int) -> np.ndarray:

@@ -20,7 +20,7 @@ from sqlalchemy import Select, func, inspect, select
 from sqlalchemy.orm import Session
 
 from lineage import openlineage, releases
-from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, ReleasePin, Run, queries
+from lineage.catalog import Catalog, Dataset, DatasetVersion, Export, Release, ReleasePin, Run, queries
 from lineage.releases import placement, usage
 from lineage.service import auth, samples
 from lineage.service import schemas as S
@@ -457,6 +457,7 @@ class Service:
         seed: int = 0,
         eod_token: str | None = None,
         tier: str | None = None,
+        actor: str = "local",
     ) -> S.ExportResult:
         """The release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``, or tokenized with the
         tokenizer.json ``tokenizer`` into Megatron or MDS shards in ``<out>/<name>-<tag>.<fmt>/`` on
@@ -482,8 +483,11 @@ class Service:
                 f"--format {fmt} writes samples as they are: --pack, --seq-len, --shard-size are for megatron and mds"
             )
         done = export_release(self.catalog, self.settings, ref, out, fmt, progress or (lambda _n: None), training, tier)
-        if done.manifest is None:
+        if done.manifest is None or done.training is None:
             return S.ExportResult(release=ref, path=done.path, rows=done.rows)
+        from lineage.releases.exports import record_export  # start-up: pyarrow
+
+        record_export(self.catalog, self.settings, done.training, actor)
         m = done.manifest
         return S.ExportResult(
             release=m["release"],
@@ -499,6 +503,76 @@ class Service:
             shards=m["shards"],
             resumed_shards=done.resumed_shards,
         )
+
+    # -- training exports: the catalog's record, verification, sequence-level lineage ----------
+    @staticmethod
+    def _export_out(_s: Session | None, row: Any) -> S.ExportOut:
+        return S.ExportOut.model_validate({**_columns(row), "release": row.release.ref})
+
+    def list_exports(
+        self, limit: int | None = None, offset: int = 0, *, release: str | None = None
+    ) -> S.Page[S.ExportOut]:
+        """Training exports, newest first (``release``: of one release only)."""
+        with self.catalog.session() as s:
+            query = select(Export).order_by(Export.id.desc())
+            if release is not None:
+                query = query.where(Export.release_id == queries.get_release(s, release).id)
+            return S.Page[S.ExportOut].model_validate(self._page(s, query, limit, offset, self._export_out))
+
+    def get_export(self, export_id: str) -> S.ExportOut:
+        """One export (its first recorded place) with its manifest: shards, checksums, tokens per source."""
+        from lineage.releases.exports import get_export  # start-up: pyarrow
+
+        with self.catalog.session() as s:
+            return self._export_out(s, get_export(s, export_id))
+
+    def export_sequence(self, export_id: str, sequence: int) -> S.ExportSequence:
+        """Which samples make up global sequence ``sequence`` of the export, each with its token span."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        with self.catalog.session() as s:
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        shard, rows = exports.sequence_samples(self.settings, row, sequence)
+        return S.ExportSequence(
+            export_id=export_id,
+            sequence=sequence,
+            shard=shard["index"],
+            shard_sequence=sequence - shard["first_sequence"],
+            files=shard["files"],
+            samples=[_piece(r) for r in rows],
+        )
+
+    def sample_sequences(self, export_id: str, sample_id: str) -> S.SampleSequences:
+        """Which sequences of the export hold the sample's tokens, and where."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        with self.catalog.session() as s:
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        rows = exports.sample_sequences(self.settings, row, sample_id)
+        return S.SampleSequences(
+            export_id=export_id,
+            sample_id=sample_id,
+            source_dataset=rows[0]["source_dataset"],
+            sequences=[
+                S.SampleSequence(
+                    sequence=r["sequence"], shard=r["shard"], shard_sequence=r["shard_sequence"], **_spans(r)
+                )
+                for r in rows
+            ],
+        )
+
+    def verify_export(self, export_id: str) -> S.ExportVerification:
+        """Read the export's files back from its tier against its manifest (as ``tier verify`` does a release)."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        with self.catalog.session() as s:
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        problems = exports.verify_export(self.settings, row)
+        files = sum(len(shard["files"]) + 1 for shard in row.manifest["shards"])
+        return S.ExportVerification(export_id=export_id, tier=row.tier, path=row.path, files=files, problems=problems)
 
     def dedupe_files(
         self,
@@ -684,6 +758,19 @@ def _copy_options(
     if on_bytes is not None:
         options["on_bytes"] = on_bytes
     return options
+
+
+def _spans(r: dict[str, Any]) -> dict[str, int]:
+    return {
+        "seq_start": r["seq_start"],
+        "seq_end": r["seq_start"] + r["length"],
+        "doc_start": r["doc_start"],
+        "doc_end": r["doc_start"] + r["length"],
+    }
+
+
+def _piece(r: dict[str, Any]) -> S.SequencePiece:
+    return S.SequencePiece(sample_id=r["sample_id"], source_dataset=r["source_dataset"], **_spans(r))
 
 
 def _pin_out(pin: ReleasePin, ref: str) -> S.PinOut:

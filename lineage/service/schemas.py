@@ -456,6 +456,65 @@ class ExportResult(BaseModel):
     resumed_shards: int = Field(default=0, description="Shards a killed run had finished, kept as they were.")
 
 
+ExportOut = derive(
+    models.Export,
+    "Export",
+    exclude=("release_id",),
+    extra={"release": (str, ...)},
+    doc="A release tokenized into training shards: where, from what (tokenizer digest, options), and its manifest.",
+)
+
+
+class SequencePiece(BaseModel):
+    """One sample's tokens inside one sequence: ``[seq_start, seq_end)`` of the sequence are
+    ``[doc_start, doc_end)`` of the sample's tokens (its text's tokens followed by EOD)."""
+
+    sample_id: str
+    source_dataset: str
+    seq_start: int
+    seq_end: int
+    doc_start: int
+    doc_end: int
+
+
+class ExportSequence(BaseModel):
+    """Global sequence ``sequence`` of an export: its shard, its index there, and the samples in it."""
+
+    export_id: str
+    sequence: int
+    shard: int
+    shard_sequence: int = Field(description="Its index in the shard (what a shard reader returns).")
+    files: list[ExportFile] = Field(description="The shard's files.")
+    samples: list[SequencePiece]
+
+
+class SampleSequence(BaseModel):
+    sequence: int
+    shard: int
+    shard_sequence: int
+    seq_start: int
+    seq_end: int
+    doc_start: int
+    doc_end: int
+
+
+class SampleSequences(BaseModel):
+    """The sequences of an export that hold some of a sample's tokens, in order."""
+
+    export_id: str
+    sample_id: str
+    source_dataset: str
+    sequences: list[SampleSequence]
+
+
+class ExportVerification(BaseModel):
+    export_id: str
+    tier: str | None
+    path: str
+    files: int = Field(description="Files the manifest lists (shards and sequence-lineage tables).")
+    problems: list[str] = Field(description="Empty when every file reads back as recorded.")
+
+
 class DedupeResult(BaseModel):
     """What ``dedupe_files`` wrote: the kept records of each input, in its own format, and the report."""
 

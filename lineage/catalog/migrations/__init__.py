@@ -1,3 +1,3 @@
 """Alembic migrations of the catalog. ``HEAD`` lets ``Catalog`` skip Alembic when already current."""
 
-HEAD = "0004_release_read_recorder"
+HEAD = "0005_exports"
