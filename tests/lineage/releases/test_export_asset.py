@@ -16,7 +16,8 @@ from lineage import errors
 from lineage.client import Client
 from lineage.service import schemas as S
 from lineage.settings import Settings
-from tests.support.api_world import ServerThread
+from tests.support.api_world import BACKENDS, ServerThread, make_settings
+from tests.support.cli import lineage
 from tests.support.training_export import EOD, publish_corpus_slice, streaming_dataset, train_tokenizer
 
 REF = "deb@t"
@@ -30,6 +31,14 @@ def tokenizer_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def local(settings: Settings, tmp_path: Path) -> Iterator[Client]:
     with Client(settings=settings) as c:
+        publish_corpus_slice(c, tmp_path, REF)
+        yield c
+
+
+@pytest.fixture(params=BACKENDS)
+def on_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Client]:
+    """The in-process SDK on a catalog of each backend: SQLite and a real PostgreSQL."""
+    with Client(settings=make_settings(tmp_path, request.param, request)) as c:
         publish_corpus_slice(c, tmp_path, REF)
         yield c
 
@@ -54,8 +63,16 @@ def documents(client: Client, tokenizer_file: Path, tmp_path: Path) -> dict[str,
 
 
 def test_the_export_is_recorded_in_the_catalog_and_the_lineage_graph(
-    local: Client, over_http: Client, tokenizer_file: Path, tmp_path: Path
+    on_backend: Client, tokenizer_file: Path, tmp_path: Path
 ) -> None:
+    from api.app import create_app
+
+    local = on_backend
+    with ServerThread(create_app(local.service.settings, local.service)) as srv, Client(srv.url) as over_http:
+        _recorded_and_in_the_graph(local, over_http, tokenizer_file, tmp_path)
+
+
+def _recorded_and_in_the_graph(local: Client, over_http: Client, tokenizer_file: Path, tmp_path: Path) -> None:
     made = local.export_release(REF, tmp_path / "out", "megatron", tokenizer=tokenizer_file, shard_size=16 << 10)
     for client in (local, over_http):
         (listed,) = client.list_exports(release=REF).items
@@ -160,3 +177,29 @@ def test_megatron_sequence_lineage_is_one_sample_per_sequence(
     assert (piece.seq_start, piece.doc_start, piece.doc_end) == (0, 0, len(docs[piece.sample_id][1]))
     (where,) = local.sample_sequences(made.export_id, piece.sample_id).sequences
     assert (where.sequence, where.shard, where.shard_sequence) == (k, shard.index, len(dataset) - 1)
+
+
+def test_the_cli_exports_and_answers_sequence_lineage(
+    local: Client, tokenizer_file: Path, tmp_path: Path, home: Path
+) -> None:
+    out = tmp_path / "cli-out"
+    args = ["export", REF, "--out", str(out), "--format", "mds", "--tokenizer", str(tokenizer_file)]
+    made = S.ExportResult.model_validate_json(
+        lineage(home, *args, "--seq-len", "127", "--pack", "--shard-size", "16KiB", "--json").stdout
+    )
+    assert made.format == "mds" and made.sequences and Path(made.path) == out / "deb-t.mds"
+    assert "1 training exports" in lineage(home, "exports").stdout
+    shown = S.ExportOut.model_validate_json(lineage(home, "exports", made.export_id, "--json").stdout)
+    assert [S.ExportShard.model_validate(s) for s in shown.manifest["shards"]] == made.shards
+
+    first = S.ExportSequence.model_validate_json(lineage(home, "sequence", made.export_id, "0", "--json").stdout)
+    assert first == local.export_sequence(made.export_id, 0)
+    sample_id = first.samples[0].sample_id
+    text = lineage(home, "sequence", made.export_id, "--sample", sample_id).stdout
+    assert sample_id in text and "sequence tokens" in text
+    assert "read back as recorded" in lineage(home, "export-verify", made.export_id).stdout
+
+    refused = lineage(home, "sequence", made.export_id, check=False)
+    assert refused.returncode == 3 and "one of them" in refused.stderr  # Invalid
+    missing = lineage(home, "sequence", "0" * 32, "1", check=False)
+    assert missing.returncode == 4 and "export 00000000000000000000000000000000 does not exist" in missing.stderr
