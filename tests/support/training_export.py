@@ -1,6 +1,6 @@
 """Helpers for the training-format export tests: a small BPE trained on the bundled Debian corpus (with
-``tokenizers``; nothing is shipped or loaded from a hub), a two-source release from a slice of that corpus,
-and the MDS reader.
+``tokenizers``, by ``examples/train_tokenizer.py``; nothing is shipped or loaded from a hub), a two-source
+release from a slice of that corpus, and the MDS reader.
 
 ``streaming``'s package ``__init__`` imports its vision datasets, and so torchvision, which has no build
 for the CPU torch these tests run on; :func:`streaming_dataset` imports the package's real
@@ -30,20 +30,14 @@ def corpus_records(name: str, limit: int) -> list[dict[str, Any]]:
 
 
 def train_tokenizer(path: Path, vocab_size: int = 800, docs: int = 400) -> Path:
-    """A byte-level BPE trained on the first ``docs`` documents of each bundled corpus, as tokenizer.json."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    texts = [r["text"] for name in ("debian_en", "debian_zh") for r in corpus_records(name, docs)]
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=[EOD], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tokenizer.train_from_iterator(texts, trainer=trainer)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(str(path))
-    return path
+    """A byte-level BPE trained on the first ``docs`` documents of each bundled corpus, by the documented
+    example script (``examples/train_tokenizer.py``), so every export test also runs the example."""
+    spec = importlib.util.spec_from_file_location("train_tokenizer", EXAMPLES.parent / "train_tokenizer.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.EOD == EOD
+    return script.train(path, vocab_size, docs)
 
 
 def publish_corpus_slice(client: Client, tmp_path: Path, ref: str = "deb@t", en: int = 120, zh: int = 40) -> str:
