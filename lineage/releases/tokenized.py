@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -200,6 +201,7 @@ class TokenizedExport:
     manifest: dict[str, Any]
     release_id: int
     resumed_shards: int = 0
+    lineage_seconds: float = 0.0  # spent building and writing the sequence-lineage tables (benchmarks/export.py)
 
 
 def export_tokenized(
@@ -285,7 +287,7 @@ def export_tokenized(
         writer.put("index.json", F.mds_index(entries, config))
     writer.put(MANIFEST, json.dumps(manifest, sort_keys=True, indent=1).encode())
     writer.delete(PROGRESS)
-    return TokenizedExport(tier_name, where, manifest, release_id, resumed_shards=resumed)
+    return TokenizedExport(tier_name, where, manifest, release_id, resumed, writer.lineage_seconds)
 
 
 def document_order(sample_ids: pa.ChunkedArray, seed: int) -> np.ndarray:
@@ -396,6 +398,7 @@ class _ShardWriter:
         self.fs = tier.filesystem
         self.fs.create_dir(tier.path(prefix), recursive=True)
         self.config_json = F.mds_config_json(F.mds_config(dtype, options.shard_size))
+        self.lineage_seconds = 0.0
 
     # -- files ------------------------------------------------------------------------------
     def _path(self, name: str) -> str:
@@ -494,7 +497,9 @@ class _ShardWriter:
         for q in batch:
             for p in q.pieces:
                 by_source[p.source] += p.length
+        started = time.perf_counter()
         lineage = (f"{LINEAGE_DIR}/shard_{index:05d}.parquet", sequence_lineage(index, first, batch))
+        self.lineage_seconds += time.perf_counter() - started
         files.insert(0, lineage)  # the table first: a visible shard always has its lineage
         if self.tier.kind == "s3":
             checkpoint(f"export_shard_{index}")
