@@ -518,6 +518,31 @@ class Client:
             S.SampleSequences,
         )
 
+    def training_step(
+        self,
+        export_id: str,
+        step: int,
+        *,
+        seed: int,
+        sequence_length: int,
+        global_batch_size: int,
+        train_samples: int,
+    ) -> S.TrainingStep:
+        """Which samples were in global step ``step`` of a Megatron job (GPTDataset's order) that read the export."""
+        job = {
+            "seed": seed,
+            "sequence_length": sequence_length,
+            "global_batch_size": global_batch_size,
+            "train_samples": train_samples,
+        }
+        return self._call(
+            lambda: self.service.training_step(export_id, step, **job),
+            "GET",
+            f"/exports/{_q(export_id)}/steps/{int(step)}",
+            S.TrainingStep,
+            params=job,
+        )
+
     def verify_export(self, export_id: str) -> S.ExportVerification:
         """Read the export's files back from its tier against its manifest (in-process: it reads the tier)."""
         return self._in_process("verify_export", lambda: self.service.verify_export(export_id))

@@ -47,3 +47,25 @@ def export_sequence(
 def sample_sequences(export_id: ExportId, sample_id: SampleId, service: ServiceDep, _: Reader) -> S.SampleSequences:
     """Which sequences of the export hold the sample's tokens."""
     return service.sample_sequences(export_id, sample_id)
+
+
+@router.get("/exports/{export_id}/steps/{step}", response_model=S.TrainingStep)
+def training_step(
+    export_id: ExportId,
+    step: Annotated[int, Path(ge=0)],
+    service: ServiceDep,
+    _: Reader,
+    seed: Annotated[int, Query(ge=0, description="The job's data seed.")],
+    sequence_length: Annotated[int, Query(ge=1)],
+    global_batch_size: Annotated[int, Query(ge=1)],
+    train_samples: Annotated[int, Query(ge=1, description="Iterations times global batch size.")],
+) -> S.TrainingStep:
+    """Which samples were in global step ``step`` of a Megatron job reading the export (GPTDataset's order)."""
+    return service.training_step(
+        export_id,
+        step,
+        seed=seed,
+        sequence_length=sequence_length,
+        global_batch_size=global_batch_size,
+        train_samples=train_samples,
+    )

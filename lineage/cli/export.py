@@ -168,6 +168,41 @@ def sequence(
     console.print(table)
 
 
+def training_step(
+    export_id: Annotated[str, typer.Argument(help="The export's id (a Megatron export).")],
+    step: Annotated[int, typer.Argument(help="The global step.", min=0)],
+    seed: Annotated[int, typer.Option(help="The job's data seed.")],
+    seq_len: Annotated[int, typer.Option("--seq-len", help="The job's sequence length.")],
+    global_batch_size: Annotated[int, typer.Option("--global-batch-size", help="Samples per global step.")],
+    train_samples: Annotated[int, typer.Option("--train-samples", help="Iterations times global batch size.")],
+    as_json: AsJson = False,
+) -> None:
+    """Which samples were in global step STEP of a Megatron job that read the export (GPTDataset's order)."""
+    with open_service() as service:
+        answer = guard(
+            lambda: service.training_step(
+                export_id,
+                step,
+                seed=seed,
+                sequence_length=seq_len,
+                global_batch_size=global_batch_size,
+                train_samples=train_samples,
+            ),
+            as_json=as_json,
+        )
+    if as_json:
+        print_json(answer)
+        return
+    table = Table(title=f"step {step} of export {export_id}: {len(answer.samples)} training samples")
+    for col in ("training sample", "sample", "source", "tokens in it", "sample tokens"):
+        table.add_column(col, overflow="fold")
+    for s in answer.samples:
+        for p in s.pieces:
+            spans = (f"[{p.seq_start}, {p.seq_end})", f"[{p.doc_start}, {p.doc_end})")
+            table.add_row(str(s.sample), p.sample_id, p.source_dataset, *spans)
+    console.print(table)
+
+
 def export_verify(
     export_id: Annotated[str, typer.Argument(help="The export's id.")],
     as_json: AsJson = False,

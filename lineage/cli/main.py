@@ -33,6 +33,7 @@ def build_app() -> typer.Typer:
         export.export,
         export.exports,
         export.sequence,
+        export.training_step,
         export.export_verify,
         dedupe.dedupe,
         gc.gc,

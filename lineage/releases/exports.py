@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sqlalchemy import select
@@ -27,7 +28,8 @@ from sqlalchemy.orm import Session
 from lineage import openlineage
 from lineage.catalog import Catalog, Export, Release
 from lineage.catalog.models import utcnow
-from lineage.errors import NotFound
+from lineage.errors import Invalid, NotFound
+from lineage.releases.megatron_order import gpt_order, step_parts
 from lineage.releases.tokenized import LINEAGE_SCHEMA, MANIFEST, TokenizedExport
 from lineage.settings import Settings
 from storage.checksum import file_digest
@@ -184,6 +186,28 @@ def sequence_samples(settings: Settings, row: Export, sequence: int) -> tuple[di
     (table,) = _read_lineage(settings, row, [shards[k]])
     table = table.filter(pc.equal(table["sequence"], sequence))
     return shards[k], table.sort_by("seq_start").to_pylist()
+
+
+def megatron_step(
+    settings: Settings, row: Export, step: int, seed: int, seq_len: int, global_batch_size: int, train_samples: int
+) -> list[tuple[int, dict[str, Any], int, int]]:
+    """(training sample, its document's lineage row, token start, token end) for each piece of each
+    sample that megatron-core's GPTDataset gives global step ``step`` (see :mod:`megatron_order`)."""
+    if row.format != "megatron":
+        raise Invalid(f"export {row.export_id} is {row.format}: GPTDataset's order is for megatron exports")
+    shards = row.manifest["shards"]
+    if len(shards) != 1:
+        raise Invalid(
+            f"export {row.export_id} has {len(shards)} shards, which GPTDataset reads as a blend of prefixes; "
+            "only a one-shard export's order is reproduced (export with a larger --shard-size)"
+        )
+    if (step + 1) * global_batch_size > train_samples:
+        raise Invalid(f"step {step} of {global_batch_size} samples is beyond the job's {train_samples} samples")
+    (table,) = _read_lineage(settings, row, shards)
+    docs = table.sort_by("shard_sequence").to_pylist()
+    sizes = np.array([d["length"] for d in docs], dtype=np.int64)
+    order = gpt_order(sizes, seed, seq_len, train_samples)
+    return [(p.sample, docs[p.document], p.start, p.end) for p in step_parts(order, sizes, step, global_batch_size)]
 
 
 def sample_sequences(settings: Settings, row: Export, sample_id: str) -> list[dict[str, Any]]:

@@ -563,6 +563,50 @@ class Service:
             ],
         )
 
+    def training_step(
+        self,
+        export_id: str,
+        step: int,
+        *,
+        seed: int,
+        sequence_length: int,
+        global_batch_size: int,
+        train_samples: int,
+    ) -> S.TrainingStep:
+        """Which samples were in global step ``step`` of a Megatron job that read the export with
+        GPTDataset: its seed, sequence length, global batch size and train samples (iterations times
+        global batch size) as recorded. World size only splits each global batch among the ranks."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        if min(step, seed) < 0 or min(sequence_length, global_batch_size, train_samples) < 1:
+            raise BadRequest("step and seed must be >= 0; sequence length, batch size and train samples >= 1")
+        with self.catalog.session() as s:
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        parts = exports.megatron_step(self.settings, row, step, seed, sequence_length, global_batch_size, train_samples)
+        samples: dict[int, list[S.SequencePiece]] = {}
+        for sample, doc, start, end in parts:
+            filled = sum(p.seq_end - p.seq_start for p in samples.get(sample, []))
+            samples.setdefault(sample, []).append(
+                S.SequencePiece(
+                    sample_id=doc["sample_id"],
+                    source_dataset=doc["source_dataset"],
+                    seq_start=filled,
+                    seq_end=filled + end - start,
+                    doc_start=start,
+                    doc_end=end,
+                )
+            )
+        return S.TrainingStep(
+            export_id=export_id,
+            step=step,
+            seed=seed,
+            sequence_length=sequence_length,
+            global_batch_size=global_batch_size,
+            train_samples=train_samples,
+            samples=[S.StepSample(sample=k, pieces=v) for k, v in samples.items()],
+        )
+
     def verify_export(self, export_id: str) -> S.ExportVerification:
         """Read the export's files back from its tier against its manifest (as ``tier verify`` does a release)."""
         from lineage.releases import exports  # start-up: pyarrow

@@ -507,6 +507,26 @@ class SampleSequences(BaseModel):
     sequences: list[SampleSequence]
 
 
+class StepSample(BaseModel):
+    """One training sample of the step: its index in the reader's order and the sample pieces it is made of."""
+
+    sample: int
+    pieces: list[SequencePiece] = Field(description="seq_* count within this training sample's tokens.")
+
+
+class TrainingStep(BaseModel):
+    """The samples of global step ``step`` of a training job that read the export, in the job's order."""
+
+    export_id: str
+    step: int
+    order: Literal["megatron-gpt"] = "megatron-gpt"
+    seed: int
+    sequence_length: int
+    global_batch_size: int
+    train_samples: int
+    samples: list[StepSample]
+
+
 class ExportVerification(BaseModel):
     export_id: str
     tier: str | None

@@ -199,7 +199,60 @@ def test_the_cli_exports_and_answers_sequence_lineage(
     assert sample_id in text and "sequence tokens" in text
     assert "read back as recorded" in lineage(home, "export-verify", made.export_id).stdout
 
+    job = ["--seed", "1", "--seq-len", "8", "--global-batch-size", "2", "--train-samples", "4"]
+    not_megatron = lineage(home, "training-step", made.export_id, "0", *job, check=False)
+    assert not_megatron.returncode == 3 and "for megatron exports" in not_megatron.stderr
     refused = lineage(home, "sequence", made.export_id, check=False)
     assert refused.returncode == 3 and "one of them" in refused.stderr  # Invalid
     missing = lineage(home, "sequence", "0" * 32, "1", check=False)
     assert missing.returncode == 4 and "export 00000000000000000000000000000000 does not exist" in missing.stderr
+
+
+def test_which_samples_were_in_a_megatron_training_step(
+    local: Client, over_http: Client, tokenizer_file: Path, tmp_path: Path
+) -> None:
+    """Against megatron-core's own GPTDataset over the exported shard, with the job's recorded settings."""
+    import logging
+    import types
+
+    import numpy as np
+    from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+    from megatron.core.datasets.utils import Split
+
+    made = local.export_release(REF, tmp_path / "out", "megatron", tokenizer=tokenizer_file, shard_size=1 << 20)
+    assert len(made.shards) == 1
+    docs = documents(local, tokenizer_file, tmp_path)
+    job = {"seed": 42, "sequence_length": 64, "global_batch_size": 8, "train_samples": 8 * 300}  # > 1 epoch
+    prefix = str((Path(made.path) / made.shards[0].files[0].path).with_suffix(""))
+    tokenizer = types.SimpleNamespace(vocab_size=800, eod=0, pad=1, unique_identifiers={"t": 1})
+    config = GPTDatasetConfig(
+        random_seed=job["seed"],
+        sequence_length=job["sequence_length"],
+        split="1,0,0",
+        reset_position_ids=False,
+        reset_attention_mask=False,
+        eod_mask_loss=False,
+        tokenizer=tokenizer,
+        path_to_cache=None,
+    )
+    logging.getLogger("megatron").setLevel(logging.ERROR)
+    indexed = IndexedDataset(prefix)
+    gpt = GPTDataset(
+        indexed, prefix, np.arange(len(indexed), dtype=np.int32), job["train_samples"], Split.train, config
+    )
+
+    for step in (0, 57, 299):
+        answers = [c.training_step(made.export_id, step, **job) for c in (local, over_http)]
+        assert answers[0] == answers[1]
+        samples = answers[0].samples
+        assert [s.sample for s in samples] == list(range(step * 8, step * 8 + 8))
+        for s in samples:
+            text, _document_ids = gpt._query_document_sample_shuffle_indices(s.sample)
+            rebuilt = [t for p in s.pieces for t in docs[p.sample_id][1][p.doc_start : p.doc_end]]
+            assert rebuilt == text.tolist() and s.pieces[-1].seq_end == len(text) == 65
+    with pytest.raises(errors.Invalid, match="beyond the job"):
+        local.training_step(made.export_id, 300, **job)
+    several = local.export_release(REF, tmp_path / "more", "megatron", tokenizer=tokenizer_file, shard_size=16 << 10)
+    with pytest.raises(errors.Invalid, match="blend of prefixes"):
+        local.training_step(several.export_id, 0, **job)
