@@ -175,6 +175,8 @@ def test_killed_export_resumes_by_shard_and_never_shows_a_half_shard(
         assert (folder / name).read_bytes() == ref_bytes[name]
     kept = (folder / "shard_00000.bin").stat()
 
+    with pytest.raises(errors.Conflict, match="unfinished export with other options"):  # never mixed with others
+        client.export_release(REF, out, "megatron", tokenizer=tokenizer_file, shard_size=8 << 10, seed=3)
     resumed = client.export_release(REF, out, "megatron", tokenizer=tokenizer_file, shard_size=8 << 10)
     assert resumed.resumed_shards == 2 and resumed.export_id == reference.export_id
     assert (folder / "shard_00000.bin").stat().st_ino == kept.st_ino  # kept, not rewritten
