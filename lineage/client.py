@@ -465,6 +465,7 @@ class Client:
         seed: int = 0,
         eod_token: str | None = None,
         tier: str | None = None,
+        engine: str = "local",
     ) -> S.ExportResult:
         """Write the release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``, or tokenized into
         Megatron (``fmt="megatron"``) or MDS (``"mds"``) shards with a tokenizer.json (see ``lineage export``)."""
@@ -482,6 +483,7 @@ class Client:
                 seed=seed,
                 eod_token=eod_token,
                 tier=tier,
+                engine=engine,
             ),
         )
 

@@ -43,6 +43,7 @@ def export(
     seed: Annotated[int, typer.Option(help="Document order seed.")] = 0,
     eod_token: Annotated[str | None, typer.Option("--eod-token", help="End-of-document token.")] = None,
     tier: Annotated[str | None, typer.Option(help="The tier to write the shards to.")] = None,
+    engine: Annotated[str, typer.Option(help="Tokenize on local, spark or ray (the same shards).")] = "local",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Export a release's samples as JSONL or Parquet, or tokenized as Megatron or MDS shards."""
@@ -63,6 +64,7 @@ def export(
                 seed=seed,
                 eod_token=eod_token,
                 tier=tier,
+                engine=engine,
             ),
             as_json=as_json,
         )

@@ -42,6 +42,7 @@ def export_release(
     progress: Callable[[int], None] = lambda _n: None,
     training: ExportOptions | None = None,
     tier: str | None = None,
+    engine: str = "local",
 ) -> Exported:
     """JSONL/Parquet: write ``<out_dir>/<name>-<tag>.{jsonl,parquet}`` (``meta`` inlined as a JSON
     object in JSONL, kept as a JSON string column in Parquet). Megatron/MDS: ``training`` holds the
@@ -51,11 +52,11 @@ def export_release(
     if fmt in TRAINING_FORMATS:
         if training is None or training.format != fmt:
             raise Invalid(f"--format {fmt} needs a tokenizer: --tokenizer PATH/tokenizer.json")
-        done = export_tokenized(catalog, settings, ref, str(out_dir), training, tier, progress)
+        done = export_tokenized(catalog, settings, ref, str(out_dir), training, tier, progress, engine)
         return Exported(done.path, done.manifest["samples"], done.tier, done.manifest, done.resumed_shards, done)
-    if training is not None or tier is not None:
+    if training is not None or tier is not None or engine != "local":
         raise Invalid(
-            f"--format {fmt} writes samples as they are: tokenizer, packing and tier options are for megatron and mds"
+            f"--format {fmt} writes samples as they are: tokenizer, packing, tier and engine are for megatron and mds"
         )
     out_dir = Path(out_dir)
     with catalog.session() as s:

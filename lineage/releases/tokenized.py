@@ -25,7 +25,7 @@ import contextlib
 import json
 import logging
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +41,8 @@ from lineage.catalog import Catalog
 from lineage.catalog.queries import get_release
 from lineage.errors import Conflict, Invalid, MissingExtra, NotFound
 from lineage.releases import training_formats as F
+from lineage.releases.tokenize_jobs import TokenizeTask, encoded_batches
+from lineage.releases.tokenize_jobs import check as check_engine
 from lineage.settings import Settings
 from pipelines.faults import checkpoint
 from storage.delta import version_dataset
@@ -161,7 +163,7 @@ class Tokenizer:
     vocab_size: int
     eod_id: int
     eod_token: str
-    impl: Any = field(repr=False)
+    json: str = field(repr=False)
 
     @classmethod
     def load(cls, path: Path, eod_token: str | None) -> Tokenizer:
@@ -185,11 +187,8 @@ class Tokenizer:
                 if eod_token
                 else f"{path} has none of {', '.join(EOD_CANDIDATES)}: name one with --eod-token"
             )
-        return cls(str(path), xxhash.xxh3_128_hexdigest(data), impl.get_vocab_size(True), vocab[found], found, impl)
-
-    def encode(self, texts: list[str]) -> list[list[int]]:
-        encode = getattr(self.impl, "encode_batch_fast", self.impl.encode_batch)
-        return [e.ids for e in encode(texts, add_special_tokens=False)]
+        digest = xxhash.xxh3_128_hexdigest(data)
+        return cls(str(path), digest, impl.get_vocab_size(True), vocab[found], found, data.decode("utf-8"))
 
 
 @dataclass
@@ -212,10 +211,12 @@ def export_tokenized(
     options: ExportOptions,
     tier_name: str | None = None,
     progress: Callable[[int], None] = lambda _n: None,
+    engine: str = "local",
 ) -> TokenizedExport:
     """Tokenize release ``ref`` into ``<out>/<name>-<tag>.<format>/`` on ``tier_name`` (or a local
-    folder ``out`` when no tier is named)."""
+    folder ``out`` when no tier is named), tokenizing on ``engine`` (the shards are the same on each)."""
     options.check()
+    check_engine(engine)
     tokenizer = Tokenizer.load(options.tokenizer, options.eod_token)
     with catalog.session() as s:
         release = get_release(s, ref)
@@ -259,7 +260,7 @@ def export_tokenized(
     order = document_order(table.column("sample_id"), options.seed)
     start = shards[-1].end if shards else (0, 0)
     progress(start[0])
-    sequences = _sequences(table, order, tokenizer, options, start, progress)
+    sequences = _sequences(table, order, tokenizer, options, start, progress, engine, settings)
     for record in writer.write_shards(sequences, list(shards), len(order)):
         shards.append(record)
         writer.write_progress(export_id, shards)
@@ -305,9 +306,11 @@ def _sequences(
     options: ExportOptions,
     start: tuple[int, int],
     progress: Callable[[int], None],
+    engine: str = "local",
+    settings: Settings | None = None,
 ) -> Iterator[Sequence]:
     """The export's sequences from document ``start[0]``, token ``start[1]`` on."""
-    docs = _documents(table, order, tokenizer, start, progress)
+    docs = _documents(table, order, tokenizer, start, progress, engine, settings)
     if not options.pack:
         for position, sample_id, source, tokens in docs:
             yield Sequence(tokens, [Piece(sample_id, source, 0, 0, len(tokens))], (position, 0))
@@ -341,20 +344,24 @@ def _documents(
     tokenizer: Tokenizer,
     start: tuple[int, int],
     progress: Callable[[int], None],
+    engine: str = "local",
+    settings: Settings | None = None,
 ) -> Iterator[tuple[int, str, str, np.ndarray]]:
     """(position, sample id, source, tokens + EOD) for each document from ``start``; the first one
-    without its first ``start[1]`` tokens."""
-    dtype = F.token_dtype(tokenizer.vocab_size)
-    for lo in range(start[0], len(order), BATCH_DOCS):
-        rows = pa.array(order[lo : lo + BATCH_DOCS])
-        batch = table.take(rows)
-        ids = batch.column("sample_id").to_pylist()
-        sources = batch.column("source_dataset").to_pylist()
-        encoded = tokenizer.encode(batch.column("text").to_pylist())
-        for k, (sample_id, source, tokens) in enumerate(zip(ids, sources, encoded, strict=True)):
-            array = np.empty(len(tokens) + 1, dtype=dtype)
-            array[:-1] = tokens
-            array[-1] = tokenizer.eod_id
+    without its first ``start[1]`` tokens. Batches are tokenized in process or on ``engine``."""
+    task = TokenizeTask(tokenizer.json, tokenizer.digest, tokenizer.eod_id, F.token_dtype(tokenizer.vocab_size).name)
+    pending: deque[tuple[int, list[str], list[str]]] = deque()
+
+    def texts() -> Iterator[list[str]]:
+        for lo in range(start[0], len(order), BATCH_DOCS):
+            batch = table.take(pa.array(order[lo : lo + BATCH_DOCS]))
+            pending.append((lo, batch.column("sample_id").to_pylist(), batch.column("source_dataset").to_pylist()))
+            yield batch.column("text").to_pylist()
+
+    encoded = map(task, texts()) if engine == "local" else encoded_batches(engine, settings, task, texts())
+    for arrays in encoded:
+        lo, ids, sources = pending.popleft()
+        for k, (sample_id, source, array) in enumerate(zip(ids, sources, arrays, strict=True)):
             if lo + k == start[0] and start[1]:
                 array = array[start[1] :]
             yield lo + k, sample_id, source, array

@@ -457,11 +457,13 @@ class Service:
         seed: int = 0,
         eod_token: str | None = None,
         tier: str | None = None,
+        engine: str = "local",
         actor: str = "local",
     ) -> S.ExportResult:
         """The release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``, or tokenized with the
         tokenizer.json ``tokenizer`` into Megatron or MDS shards in ``<out>/<name>-<tag>.<fmt>/`` on
-        ``tier`` (a local folder when none); see :mod:`lineage.releases.tokenized`."""
+        ``tier`` (a local folder when none), tokenizing on ``engine`` (local, spark or ray: the same
+        shards); see :mod:`lineage.releases.tokenized`."""
         # start-up: deltalake, DuckDB
         from lineage.releases.export import TRAINING_FORMATS, ExportOptions, export_release
 
@@ -482,7 +484,8 @@ class Service:
             raise BadRequest(
                 f"--format {fmt} writes samples as they are: --pack, --seq-len, --shard-size are for megatron and mds"
             )
-        done = export_release(self.catalog, self.settings, ref, out, fmt, progress or (lambda _n: None), training, tier)
+        report = progress or (lambda _n: None)
+        done = export_release(self.catalog, self.settings, ref, out, fmt, report, training, tier, engine)
         if done.manifest is None or done.training is None:
             return S.ExportResult(release=ref, path=done.path, rows=done.rows)
         from lineage.releases.exports import record_export  # start-up: pyarrow
