@@ -14,7 +14,19 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from api import errors
-from api.routers import datasets, evalsets, lineage, placement, releases, runs, samples, system, takedowns, tokens
+from api.routers import (
+    datasets,
+    evalsets,
+    exports,
+    lineage,
+    placement,
+    releases,
+    runs,
+    samples,
+    system,
+    takedowns,
+    tokens,
+)
 from lineage.service.core import Service
 from lineage.settings import Settings, get_settings
 
@@ -46,6 +58,6 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     )
     app.state.service = service
     errors.install(app)
-    for module in (system, datasets, evalsets, runs, releases, placement, samples, takedowns, lineage, tokens):
+    for module in (system, datasets, evalsets, runs, releases, exports, placement, samples, takedowns, lineage, tokens):
         app.include_router(module.router, prefix=API_PREFIX)
     return app

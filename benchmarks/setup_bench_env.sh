@@ -8,10 +8,11 @@ cd "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 VENV=benchmarks/.venv
 PACKAGES=(datatrove spacy regex orjson rensa datasketch)  # regex, orjson: datatrove extras its text utils and JsonlReader need
+PACKAGES+=(tokenizers megatron-core torch==2.13.0)  # export.py's baseline: encode_batch + IndexedDatasetBuilder (CPU torch)
 
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
 "$VENV/bin/pip" install --quiet --upgrade pip
 "$VENV/bin/pip" install --quiet -e . "${PACKAGES[@]}"
-"$VENV/bin/python" -c "import datatrove, spacy, rensa, datasketch; spacy.blank('en'); print('bench env ready')"
+"$VENV/bin/python" -c "import datatrove, spacy, rensa, datasketch, tokenizers, megatron.core; spacy.blank('en'); print('bench env ready')"

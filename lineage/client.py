@@ -615,19 +615,103 @@ class Client:
     def export_release(
         self,
         ref: str,
-        out: Path,
+        out: Path | str,
         fmt: str = "jsonl",
         progress: Callable[[int], None] | None = None,
         *,
+        tokenizer: Path | str | None = None,
+        seq_len: int | None = None,
+        pack: bool = False,
+        shard_size: int | None = None,
+        seed: int = 0,
+        eod_token: str | None = None,
+        tier: str | None = None,
+        engine: str = "local",
         override_reason: str | None = None,
     ) -> S.ExportResult:
-        """Write the release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``."""
+        """Write the release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``, or tokenized into
+        Megatron (``fmt="megatron"``) or MDS (``"mds"``) shards with a tokenizer.json (see ``lineage export``)."""
         return self._in_process(
             "export_release",
             lambda: self.service.export_release(
-                ref, out, fmt, progress, override_reason=override_reason, actor=self.actor
+                ref,
+                out,
+                fmt,
+                progress,
+                tokenizer=tokenizer,
+                seq_len=seq_len,
+                pack=pack,
+                shard_size=shard_size,
+                seed=seed,
+                eod_token=eod_token,
+                tier=tier,
+                engine=engine,
+                override_reason=override_reason,
+                actor=self.actor,
             ),
         )
+
+    # -- training exports -------------------------------------------------------------------
+    def list_exports(
+        self, limit: int | None = None, offset: int = 0, *, release: str | None = None
+    ) -> S.Page[S.ExportOut]:
+        return self._call(
+            lambda: self.service.list_exports(limit, offset, release=release),
+            "GET",
+            "/exports",
+            S.Page[S.ExportOut],
+            params={"limit": limit, "offset": offset, "release": release},
+        )
+
+    def get_export(self, export_id: str) -> S.ExportOut:
+        return self._call(lambda: self.service.get_export(export_id), "GET", f"/exports/{_q(export_id)}", S.ExportOut)
+
+    def export_sequence(self, export_id: str, sequence: int) -> S.ExportSequence:
+        """Which samples make up global sequence ``sequence`` of export ``export_id``, with token spans."""
+        return self._call(
+            lambda: self.service.export_sequence(export_id, sequence),
+            "GET",
+            f"/exports/{_q(export_id)}/sequences/{int(sequence)}",
+            S.ExportSequence,
+        )
+
+    def sample_sequences(self, export_id: str, sample_id: str) -> S.SampleSequences:
+        """Which sequences of export ``export_id`` hold sample ``sample_id``'s tokens."""
+        return self._call(
+            lambda: self.service.sample_sequences(export_id, sample_id),
+            "GET",
+            f"/exports/{_q(export_id)}/samples/{_q(sample_id)}/sequences",
+            S.SampleSequences,
+        )
+
+    def training_step(
+        self,
+        export_id: str,
+        step: int,
+        *,
+        seed: int,
+        sequence_length: int,
+        global_batch_size: int,
+        train_samples: int,
+    ) -> S.TrainingStep:
+        """Which samples were in global step ``step`` of a Megatron job (GPTDataset's order) that read the export."""
+        job = {
+            "seed": seed,
+            "sequence_length": sequence_length,
+            "global_batch_size": global_batch_size,
+            "train_samples": train_samples,
+        }
+        return self._call(
+            lambda: self.service.training_step(export_id, step, **job),
+            "GET",
+            f"/exports/{_q(export_id)}/steps/{int(step)}",
+            S.TrainingStep,
+            params=job,
+        )
+
+    def verify_export(self, export_id: str) -> S.ExportVerification:
+        """Read the export's files back from its tier against its manifest (in-process: it reads the tier)."""
+        return self._in_process("verify_export", lambda: self.service.verify_export(export_id))
 
     def dedupe_files(
         self,

@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     api_warm_on_start: bool = True  # load the lineage graph and released Delta versions in the background
     openlineage_namespace: str = "lineage-ledger"  # namespace of our datasets and jobs in OpenLineage events
 
+    # `lineage export --format megatron|mds`: the largest shard file, unless --shard-size says otherwise
+    export_shard_size: int = Field(default=64 << 20, ge=1024, lt=1 << 32)
+
     # training reader: with a service URL, ``open_release`` gets manifests from the HTTP service, not the catalog
     service_url: str | None = None  # e.g. "http://lineage.internal:8765"
     service_token: SecretStr | None = None  # its bearer token (the reader role is enough); best set in the env

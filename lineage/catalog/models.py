@@ -359,3 +359,29 @@ class EvalRun(Base):
     recorded_by: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
     eval_set_version: Mapped[EvalSetVersion] = relationship(default=None, repr=False)
+
+
+class Export(Base):
+    """A release tokenized into training shards (``lineage export --format megatron|mds``): where the shards
+    are, what they are a function of (``export_id``: release, tokenizer digest, options, seed) and their
+    manifest (shards and sequence-lineage tables with checksums, token counts per source). The same export
+    written to two places is two rows with one ``export_id``."""
+
+    __tablename__ = "exports"
+    __table_args__ = (UniqueConstraint("export_id", "tier", "path"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    export_id: Mapped[str] = mapped_column(String(32), index=True)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), index=True)
+    format: Mapped[str] = mapped_column(String(20))
+    tier: Mapped[str | None] = mapped_column(String(100))  # None: a local folder, ``path`` absolute
+    path: Mapped[str] = mapped_column(String(1000))
+    tokenizer_digest: Mapped[str] = mapped_column(String(80))
+    options: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
+    manifest: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)
+    samples: Mapped[int] = mapped_column(BigInteger, default=0)
+    sequences: Mapped[int] = mapped_column(BigInteger, default=0)
+    tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    release: Mapped[Release] = relationship(default=None, repr=False)

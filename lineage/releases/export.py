@@ -1,33 +1,64 @@
-"""Export a release's samples to JSONL or Parquet files."""
+"""Export a release: its samples as JSONL or Parquet files, or tokenized into Megatron or MDS training
+shards (:mod:`lineage.releases.tokenized`). One operation, ``export_release``, for every format."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
 from lineage.catalog import Catalog
 from lineage.catalog.queries import get_release
 from lineage.errors import Invalid
+from lineage.releases.tokenized import FORMATS as TRAINING_FORMATS
+from lineage.releases.tokenized import ExportOptions, TokenizedExport, export_tokenized
 from lineage.settings import Settings
 from storage.delta import version_dataset
 from storage.tier import get_tier
+
+FORMATS = ("jsonl", "parquet", *TRAINING_FORMATS)
+
+
+@dataclass(frozen=True)
+class Exported:
+    path: str  # the file (jsonl, parquet) or the shard folder (megatron, mds)
+    rows: int  # samples exported
+    tier: str | None = None  # the shard folder's tier
+    manifest: dict[str, Any] | None = None  # a training export's manifest.json
+    resumed_shards: int = 0
+    training: TokenizedExport | None = None
 
 
 def export_release(
     catalog: Catalog,
     settings: Settings,
     ref: str,
-    out_dir: Path,
+    out_dir: Path | str,
     fmt: str = "jsonl",
     progress: Callable[[int], None] = lambda _n: None,
-) -> tuple[Path, int]:
-    """Write ``<out_dir>/<name>-<tag>.{jsonl,parquet}``; return (path, rows). ``meta`` is inlined
-    as a JSON object in JSONL, kept as a JSON string column in Parquet."""
-    if fmt not in ("jsonl", "parquet"):
-        raise Invalid(f"unknown export format {fmt!r}: use jsonl or parquet")
+    training: ExportOptions | None = None,
+    tier: str | None = None,
+    engine: str = "local",
+) -> Exported:
+    """JSONL/Parquet: write ``<out_dir>/<name>-<tag>.{jsonl,parquet}`` (``meta`` inlined as a JSON
+    object in JSONL, kept as a JSON string column in Parquet). Megatron/MDS: ``training`` holds the
+    tokenizer and packing options, and ``out_dir`` is a folder on ``tier`` (a local folder if none)."""
+    if fmt not in FORMATS:
+        raise Invalid(f"unknown export format {fmt!r}: use {', '.join(FORMATS)}")
+    if fmt in TRAINING_FORMATS:
+        if training is None or training.format != fmt:
+            raise Invalid(f"--format {fmt} needs a tokenizer: --tokenizer PATH/tokenizer.json")
+        done = export_tokenized(catalog, settings, ref, str(out_dir), training, tier, progress, engine)
+        return Exported(done.path, done.manifest["samples"], done.tier, done.manifest, done.resumed_shards, done)
+    if training is not None or tier is not None or engine != "local":
+        raise Invalid(
+            f"--format {fmt} writes samples as they are: tokenizer, packing, tier and engine are for megatron and mds"
+        )
+    out_dir = Path(out_dir)
     with catalog.session() as s:
         release = get_release(s, ref)
         dv = release.dataset_version
@@ -54,4 +85,4 @@ def export_release(
                 rows += batch.num_rows
                 progress(batch.num_rows)
     partial.replace(target)  # never leave a half-written export under the final name
-    return target, rows
+    return Exported(str(target), rows)

@@ -26,6 +26,7 @@ from lineage.catalog import (
     DatasetVersion,
     EvalSet,
     EvalSetVersion,
+    Export,
     Release,
     ReleasePin,
     Run,
@@ -591,21 +592,183 @@ class Service:
     def export_release(
         self,
         ref: str,
-        out: Path,
+        out: Path | str,
         fmt: str = "jsonl",
         progress: Callable[[int], None] | None = None,
         *,
+        tokenizer: Path | str | None = None,
+        seq_len: int | None = None,
+        pack: bool = False,
+        shard_size: int | None = None,
+        seed: int = 0,
+        eod_token: str | None = None,
+        tier: str | None = None,
+        engine: str = "local",
         override_reason: str | None = None,
         actor: str = "local",
     ) -> S.ExportResult:
-        """The release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}`` (a withdrawn release: only with
-        ``override_reason``)."""
-        from lineage.releases.export import export_release  # start-up: deltalake, DuckDB
+        """The release's samples as ``<out>/<name>-<tag>.{jsonl,parquet}``, or tokenized with the
+        tokenizer.json ``tokenizer`` into Megatron or MDS shards in ``<out>/<name>-<tag>.<fmt>/`` on
+        ``tier`` (a local folder when none), tokenizing on ``engine`` (local, spark or ray: the same
+        shards); see :mod:`lineage.releases.tokenized`. A withdrawn release: only with ``override_reason``."""
+        # start-up: deltalake, DuckDB
+        from lineage.releases.export import TRAINING_FORMATS, ExportOptions, export_release
 
         self._serve(ref, "lineage export", override_reason, actor)
 
-        path, rows = export_release(self.catalog, self.settings, ref, Path(out), fmt, progress or (lambda _n: None))
-        return S.ExportResult(release=ref, path=str(path), rows=rows)
+        training = None
+        if tokenizer is not None or fmt in TRAINING_FORMATS:
+            if tokenizer is None:
+                raise BadRequest(f"--format {fmt} needs --tokenizer PATH (a tokenizers tokenizer.json)")
+            training = ExportOptions(
+                format=fmt,
+                tokenizer=Path(tokenizer),
+                seq_len=seq_len,
+                pack=pack,
+                shard_size=shard_size or self.settings.export_shard_size,
+                seed=seed,
+                eod_token=eod_token,
+            )
+        elif pack or seq_len is not None or shard_size is not None:
+            raise BadRequest(
+                f"--format {fmt} writes samples as they are: --pack, --seq-len, --shard-size are for megatron and mds"
+            )
+        report = progress or (lambda _n: None)
+        done = export_release(self.catalog, self.settings, ref, out, fmt, report, training, tier, engine)
+        if done.manifest is None or done.training is None:
+            return S.ExportResult(release=ref, path=done.path, rows=done.rows)
+        from lineage.releases.exports import record_export  # start-up: pyarrow
+
+        record_export(self.catalog, self.settings, done.training, actor)
+        m = done.manifest
+        return S.ExportResult(
+            release=m["release"],
+            path=done.path,
+            rows=done.rows,
+            format=fmt,
+            tier=done.tier,
+            export_id=m["export_id"],
+            tokenizer_digest=m["tokenizer"]["digest"],
+            sequences=m["sequences"],
+            tokens=m["tokens"],
+            tokens_by_source=m["tokens_by_source"],
+            shards=m["shards"],
+            resumed_shards=done.resumed_shards,
+        )
+
+    # -- training exports: the catalog's record, verification, sequence-level lineage ----------
+    @staticmethod
+    def _export_out(_s: Session | None, row: Any) -> S.ExportOut:
+        return S.ExportOut.model_validate({**_columns(row), "release": row.release.ref})
+
+    def list_exports(
+        self, limit: int | None = None, offset: int = 0, *, release: str | None = None
+    ) -> S.Page[S.ExportOut]:
+        """Training exports, newest first (``release``: of one release only)."""
+        with self.catalog.session() as s:
+            query = select(Export).order_by(Export.id.desc())
+            if release is not None:
+                query = query.where(Export.release_id == queries.get_release(s, release).id)
+            return S.Page[S.ExportOut].model_validate(self._page(s, query, limit, offset, self._export_out))
+
+    def get_export(self, export_id: str) -> S.ExportOut:
+        """One export (its first recorded place) with its manifest: shards, checksums, tokens per source."""
+        from lineage.releases.exports import get_export  # start-up: pyarrow
+
+        with self.catalog.session() as s:
+            return self._export_out(s, get_export(s, export_id))
+
+    def export_sequence(self, export_id: str, sequence: int) -> S.ExportSequence:
+        """Which samples make up global sequence ``sequence`` of the export, each with its token span."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        with self.catalog.session() as s:
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        shard, rows = exports.sequence_samples(self.settings, row, sequence)
+        return S.ExportSequence(
+            export_id=export_id,
+            sequence=sequence,
+            shard=shard["index"],
+            shard_sequence=sequence - shard["first_sequence"],
+            files=shard["files"],
+            samples=[_piece(r) for r in rows],
+        )
+
+    def sample_sequences(self, export_id: str, sample_id: str) -> S.SampleSequences:
+        """Which sequences of the export hold the sample's tokens, and where."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        with self.catalog.session() as s:
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        rows = exports.sample_sequences(self.settings, row, sample_id)
+        return S.SampleSequences(
+            export_id=export_id,
+            sample_id=sample_id,
+            source_dataset=rows[0]["source_dataset"],
+            sequences=[
+                S.SampleSequence(
+                    sequence=r["sequence"], shard=r["shard"], shard_sequence=r["shard_sequence"], **_spans(r)
+                )
+                for r in rows
+            ],
+        )
+
+    def training_step(
+        self,
+        export_id: str,
+        step: int,
+        *,
+        seed: int,
+        sequence_length: int,
+        global_batch_size: int,
+        train_samples: int,
+    ) -> S.TrainingStep:
+        """Which samples were in global step ``step`` of a Megatron job that read the export with
+        GPTDataset: its seed, sequence length, global batch size and train samples (iterations times
+        global batch size) as recorded. World size only splits each global batch among the ranks."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        if min(step, seed) < 0 or min(sequence_length, global_batch_size, train_samples) < 1:
+            raise BadRequest("step and seed must be >= 0; sequence length, batch size and train samples >= 1")
+        with self.catalog.session() as s:
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        parts = exports.megatron_step(self.settings, row, step, seed, sequence_length, global_batch_size, train_samples)
+        samples: dict[int, list[S.SequencePiece]] = {}
+        for sample, doc, start, end in parts:
+            filled = sum(p.seq_end - p.seq_start for p in samples.get(sample, []))
+            samples.setdefault(sample, []).append(
+                S.SequencePiece(
+                    sample_id=doc["sample_id"],
+                    source_dataset=doc["source_dataset"],
+                    seq_start=filled,
+                    seq_end=filled + end - start,
+                    doc_start=start,
+                    doc_end=end,
+                )
+            )
+        return S.TrainingStep(
+            export_id=export_id,
+            step=step,
+            seed=seed,
+            sequence_length=sequence_length,
+            global_batch_size=global_batch_size,
+            train_samples=train_samples,
+            samples=[S.StepSample(sample=k, pieces=v) for k, v in samples.items()],
+        )
+
+    def verify_export(self, export_id: str) -> S.ExportVerification:
+        """Read the export's files back from its tier against its manifest (as ``tier verify`` does a release)."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        with self.catalog.session() as s:
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        problems = exports.verify_export(self.settings, row)
+        files = sum(len(shard["files"]) + 1 for shard in row.manifest["shards"])
+        return S.ExportVerification(export_id=export_id, tier=row.tier, path=row.path, files=files, problems=problems)
 
     def dedupe_files(
         self,
@@ -833,6 +996,19 @@ def _copy_options(
     if on_bytes is not None:
         options["on_bytes"] = on_bytes
     return options
+
+
+def _spans(r: dict[str, Any]) -> dict[str, int]:
+    return {
+        "seq_start": r["seq_start"],
+        "seq_end": r["seq_start"] + r["length"],
+        "doc_start": r["doc_start"],
+        "doc_end": r["doc_start"] + r["length"],
+    }
+
+
+def _piece(r: dict[str, Any]) -> S.SequencePiece:
+    return S.SequencePiece(sample_id=r["sample_id"], source_dataset=r["source_dataset"], **_spans(r))
 
 
 def _pin_out(pin: ReleasePin, ref: str) -> S.PinOut:

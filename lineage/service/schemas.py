@@ -451,10 +451,116 @@ class RunResult(BaseModel):
     row_count: int
 
 
+class ExportFile(BaseModel):
+    path: str = Field(description="Relative to the export's folder.")
+    bytes: int
+    xxh3_128: str
+
+
+class ExportShard(BaseModel):
+    index: int
+    files: list[ExportFile] = Field(description="Megatron: .bin and .idx; MDS: the .mds file.")
+    lineage: ExportFile = Field(description="The shard's sequence-lineage table (Parquet).")
+    first_sequence: int = Field(description="The global index of the shard's first sequence.")
+    sequences: int
+    tokens: int
+    tokens_by_source: dict[str, int]
+
+
 class ExportResult(BaseModel):
+    """What ``export_release`` wrote. For megatron and mds, the shards as ``manifest.json`` lists them."""
+
     release: str
-    path: str = Field(description="The file written.")
-    rows: int
+    path: str = Field(description="The file written (jsonl, parquet) or the shard folder (megatron, mds).")
+    rows: int = Field(description="Samples exported.")
+    format: str = "jsonl"
+    tier: str | None = Field(default=None, description="The shard folder's tier (megatron, mds).")
+    export_id: str | None = Field(default=None, description="xxh3-128 of (release, tokenizer digest, options, seed).")
+    tokenizer_digest: str | None = None
+    sequences: int | None = None
+    tokens: int | None = None
+    tokens_by_source: dict[str, int] = {}
+    shards: list[ExportShard] = []
+    resumed_shards: int = Field(default=0, description="Shards a killed run had finished, kept as they were.")
+
+
+ExportOut = derive(
+    models.Export,
+    "Export",
+    exclude=("release_id",),
+    extra={"release": (str, ...)},
+    doc="A release tokenized into training shards: where, from what (tokenizer digest, options), and its manifest.",
+)
+
+
+class SequencePiece(BaseModel):
+    """One sample's tokens inside one sequence: ``[seq_start, seq_end)`` of the sequence are
+    ``[doc_start, doc_end)`` of the sample's tokens (its text's tokens followed by EOD)."""
+
+    sample_id: str
+    source_dataset: str
+    seq_start: int
+    seq_end: int
+    doc_start: int
+    doc_end: int
+
+
+class ExportSequence(BaseModel):
+    """Global sequence ``sequence`` of an export: its shard, its index there, and the samples in it."""
+
+    export_id: str
+    sequence: int
+    shard: int
+    shard_sequence: int = Field(description="Its index in the shard (what a shard reader returns).")
+    files: list[ExportFile] = Field(description="The shard's files.")
+    samples: list[SequencePiece]
+
+
+class SampleSequence(BaseModel):
+    sequence: int
+    shard: int
+    shard_sequence: int
+    seq_start: int
+    seq_end: int
+    doc_start: int
+    doc_end: int
+
+
+class SampleSequences(BaseModel):
+    """The sequences of an export that hold some of a sample's tokens, in order."""
+
+    export_id: str
+    sample_id: str
+    source_dataset: str
+    sequences: list[SampleSequence]
+
+
+class StepSample(BaseModel):
+    """One training sample of the step: its index in the reader's order and the sample pieces it is made of."""
+
+    sample: int
+    pieces: list[SequencePiece] = Field(description="seq_* count within this training sample's tokens.")
+
+
+class TrainingStep(BaseModel):
+    """The samples of global step ``step`` of a training job that read the export, in the job's order."""
+
+    export_id: str
+    step: int
+    order: Literal["megatron-gpt"] = "megatron-gpt"
+    seed: int
+    sequence_length: int
+    global_batch_size: int
+    train_samples: int
+    samples: list[StepSample]
+
+
+class ExportVerification(BaseModel):
+    export_id: str
+    tier: str | None
+    path: str
+    files: int = Field(description="Files the manifest lists (shards and sequence-lineage tables).")
+    problems: list[str] = Field(description="Empty when every file reads back as recorded.")
 
 
 class DedupeResult(BaseModel):
