@@ -12,7 +12,7 @@ from lineage.settings import Settings, get_settings
 from tests.support.helpers import FAMILY, write_jsonl
 
 # Session-wide real services, available to every test by fixture name.
-pytest_plugins = ["tests.support.fixtures_ceph", "tests.support.fixtures_postgres"]
+pytest_plugins = ["tests.support.fixtures_ceph", "tests.support.fixtures_postgres", "tests.support.api_clients"]
 
 
 @pytest.fixture

@@ -14,13 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from lineage.client import Client
 from lineage.runs import Runner
 from lineage.service.core import Service
 from tests.support.api_world import (
     BACKENDS,
     NetNs,
-    ServerThread,
     World,
     build_corpus,
     make_settings,
@@ -44,25 +42,6 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     service.create_release({"name": "clean", "tag": "v2"})
     yield World(settings, service, corpus, request.param)
     service.close()
-
-
-@pytest.fixture(scope="module")
-def server(world: World) -> Iterator[ServerThread]:
-    from api.app import create_app
-
-    with ServerThread(create_app(world.settings, world.service)) as srv:
-        yield srv
-
-
-@pytest.fixture(params=["http", "local"])
-def client(request: pytest.FixtureRequest, world: World) -> Iterator[Client]:
-    """The SDK over a real uvicorn server, and in-process over the same service."""
-    if request.param == "http":
-        srv: ServerThread = request.getfixturevalue("server")
-        with Client(srv.url) as c:
-            yield c
-    else:
-        yield Client(service=world.service)
 
 
 @pytest.fixture

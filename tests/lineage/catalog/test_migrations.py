@@ -132,11 +132,9 @@ def _filled(table: Table, **given: object) -> dict[str, object]:
     return row
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_release_reads_recorded_before_attribution_keep_an_empty_recorder(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    """0004 adds ``recorded_by`` to existing usage records (empty: nobody recorded it then)."""
+def _catalog_at(revision: str, backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A catalog migrated only to ``revision``, holding one dataset version, release and usage record written
+    as that revision's tables had them; its URL (opening it with ``Catalog`` migrates it to head)."""
     from alembic import command
 
     url = make_settings(tmp_path, backend, request).catalog_url or ""
@@ -146,7 +144,7 @@ def test_release_reads_recorded_before_attribution_keep_an_empty_recorder(
         cfg = Config()
         cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0003_replicas_gate")
+        command.upgrade(cfg, revision)
     old = MetaData()
     old.reflect(engine)
     with engine.begin() as conn:
@@ -154,12 +152,20 @@ def test_release_reads_recorded_before_attribution_keep_an_empty_recorder(
             ("datasets", {"id": 1, "name": "d"}),
             ("runs", {"id": "r1"}),
             ("dataset_versions", {"id": 1, "dataset_id": 1, "run_id": "r1"}),
-            ("releases", {"id": 1, "dataset_version_id": 1, "name": "d", "tag": "v1"}),
+            ("releases", {"id": 1, "dataset_version_id": 1, "name": "d", "tag": "v1", "state": "published"}),
             ("release_reads", {"release_id": 1, "job": "old-job", "world_size": 2, "rank": 1}),
         ):
             conn.execute(old.tables[name].insert(), _filled(old.tables[name], **row))
     engine.dispose()
-    catalog = Catalog(url)
+    return url
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_release_reads_recorded_before_attribution_keep_an_empty_recorder(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """0004 adds ``recorded_by`` to existing usage records (empty: nobody recorded it then)."""
+    catalog = Catalog(_catalog_at("0003_replicas_gate", backend, tmp_path, request))
     with catalog.session() as s:
         (read,) = s.query(ReleaseRead).all()
         assert (read.job, read.rank, read.recorded_by) == ("old-job", 1, "")
@@ -169,34 +175,32 @@ def test_release_reads_recorded_before_attribution_keep_an_empty_recorder(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_releases_and_reads_from_before_takedowns_are_live_and_unexcused(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """0006 adds who withdrew a release and its successor (none: never withdrawn), and why a read of a
+    withdrawn release was allowed (none), with plain ADD COLUMNs that keep the foreign keys to ``releases``."""
+    catalog = Catalog(_catalog_at("0005_takedowns", backend, tmp_path, request))
+    with catalog.session() as s:
+        (release,) = s.query(Release).all()
+        assert (release.state, release.withdrawn_at, release.withdrawn_by, release.successor) == (
+            "published",
+            None,
+            None,
+            None,
+        )
+        (read,) = s.query(ReleaseRead).all()
+        assert read.override_reason is None and read.release_id == release.id
+    catalog.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_releases_published_before_contamination_checks_have_none(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """0007 adds ``contamination_checks`` to existing releases (empty: never checked), which other tables
     refer to (on SQLite a batch copy of ``releases`` would break their foreign keys)."""
-    from alembic import command
-
-    url = make_settings(tmp_path, backend, request).catalog_url or ""
-    (tmp_path / "home").mkdir(exist_ok=True)
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        cfg = Config()
-        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0004_release_read_recorder")
-    old = MetaData()
-    old.reflect(engine)
-    with engine.begin() as conn:
-        for name, row in (
-            ("datasets", {"id": 1, "name": "d"}),
-            ("runs", {"id": "r1"}),
-            ("dataset_versions", {"id": 1, "dataset_id": 1, "run_id": "r1"}),
-            ("releases", {"id": 1, "dataset_version_id": 1, "name": "d", "tag": "v1"}),
-            ("release_reads", {"release_id": 1, "job": "old-job", "world_size": 2, "rank": 1}),
-        ):
-            conn.execute(old.tables[name].insert(), _filled(old.tables[name], **row))
-    engine.dispose()
-    catalog = Catalog(url)
+    catalog = Catalog(_catalog_at("0004_release_read_recorder", backend, tmp_path, request))
     with catalog.session() as s:
         (release,) = s.query(Release).all()
         assert release.contamination_checks == {} and release.ref == "d@v1"

@@ -16,7 +16,7 @@ from lineage.errors import Invalid, NotFound
 from lineage.service.core import Service
 from lineage.settings import Settings
 from operators.schema import sample_id
-from tests.support.api_world import BACKENDS, ServerThread, make_settings
+from tests.support.api_world import BACKENDS, make_settings
 from tests.support.cli import lineage
 from tests.support.evalset_items import LONG_EN, items_v1, write_items
 from tests.support.helpers import write_jsonl
@@ -54,23 +54,6 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     unchecked = service.record_eval_run({**body, "checkpoint": "step-2000", "training_jobs": ["train-7", "train-8"]})
     yield World(settings, service, run.id, unchecked.id)
     service.close()
-
-
-@pytest.fixture(scope="module")
-def server(world: World) -> Iterator[ServerThread]:
-    from api.app import create_app
-
-    with ServerThread(create_app(world.settings, world.service)) as srv:
-        yield srv
-
-
-@pytest.fixture(params=["http", "local"])
-def client(request: pytest.FixtureRequest, world: World) -> Iterator[Client]:
-    if request.param == "http":
-        with Client(request.getfixturevalue("server").url) as c:
-            yield c
-    else:
-        yield Client(service=world.service)
 
 
 def test_an_eval_run_leads_to_the_releases_and_the_items_they_held(world: World, client: Client) -> None:

@@ -60,23 +60,6 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     service.close()
 
 
-@pytest.fixture(scope="module")
-def server(world: World) -> Iterator[ServerThread]:
-    from api.app import create_app
-
-    with ServerThread(create_app(world.settings, world.service)) as srv:
-        yield srv
-
-
-@pytest.fixture(params=["http", "local"])
-def client(request: pytest.FixtureRequest, world: World) -> Iterator[Client]:
-    if request.param == "http":
-        with Client(request.getfixturevalue("server").url) as c:
-            yield c
-    else:
-        yield Client(service=world.service)
-
-
 def test_register_counts_bad_input_and_quarantines_unreadable_rows(world: World) -> None:
     v1 = world.service.get_evalset_version("mmlu-zh", 1)
     assert v1.ref == "mmlu-zh:v1" and v1.items == "evalset.mmlu-zh:v1" and v1.item_count == 6
