@@ -76,12 +76,13 @@ def test_run_publish_query_export(corpus: Path, settings: Settings, catalog: Cat
     assert kept.versions[0].in_output and kept.versions[0].releases == ["clean@v1"]
     assert kept.sample["text"].startswith("GNU C library")
 
-    out, rows = export_release(catalog, settings, "clean@v1", tmp_path / "export", "jsonl")
-    exported = [json.loads(line) for line in out.read_text().splitlines()]
-    assert rows == 4 and {r["sample_id"] for r in exported} == set(ids)
+    done = export_release(catalog, settings, "clean@v1", tmp_path / "export", "jsonl")
+    exported = [json.loads(line) for line in Path(done.path).read_text().splitlines()]
+    assert done.rows == 4 and {r["sample_id"] for r in exported} == set(ids)
     assert next(r for r in exported if r["sample_id"] == kept_id)["meta"] == {"id": "libc6", "lang": "en"}
-    out_pq, _ = export_release(catalog, settings, "clean@v1", tmp_path / "export", "parquet")
-    assert pq.read_table(out_pq).num_rows == 4
+    assert (
+        pq.read_table(export_release(catalog, settings, "clean@v1", tmp_path / "export", "parquet").path).num_rows == 4
+    )
 
 
 def test_release_is_immutable_and_stays_readable_after_later_commits(
