@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
-from lineage.catalog.queries import dataset_version, get_release, parse_ref
-from lineage.errors import GateFailed, ReleaseConflict, ReleaseWithdrawn
+from lineage.catalog.queries import dataset_version, get_release, parse_ref, require_data
+from lineage.errors import DataPurged, GateFailed, ReleaseConflict, ReleaseWithdrawn
 from lineage.releases.contamination import check_version, resolve_sources
 from lineage.releases.manifest import build_manifest, content_digest
 from lineage.releases.qc import GateConfig, build_report, evaluate_gate
@@ -110,7 +110,7 @@ def publish(
     again = {"draft": draft, "created_by": created_by, "gate": gate, "override_reason": override_reason}
     try:
         with catalog.session() as s:
-            dv = dataset_version(s, dataset or name, version)
+            dv = require_data(dataset_version(s, dataset or name, version))
             manifest = build_manifest(dv, s.get(Run, dv.run_id), settings)
             digest = content_digest(manifest)
             existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
@@ -233,7 +233,13 @@ def publish_draft(
 
 def check_servable(release: Release, override_reason: str | None) -> None:
     """Data of a withdrawn release is served (read, exported, copied) only with a reason, which the caller
-    records; without one the refusal names the successor to use instead."""
+    records; without one the refusal names the successor to use instead. A purged one is refused always."""
+    if release.dataset_version.purged_by is not None:
+        successor = f": use its successor {release.successor}" if release.successor else ""
+        raise DataPurged(
+            f"release {release.ref} is a tombstone: takedown request {release.dataset_version.purged_by} purged "
+            f"its files, and no override reads it{successor}"
+        )
     if release.state == WITHDRAWN and not override_reason:
         raise ReleaseWithdrawn(
             f"release {release.ref} was withdrawn by takedown request {release.withdrawn_by}: use its successor "

@@ -147,6 +147,8 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
         sources = ["SELECT sample_id, detail.source.dataset AS source FROM lin WHERE step = 0"]
         for k, inp in enumerate(i for i in (run.inputs if run else []) if i.get("kind") == "dataset"):
             parent = dataset_version(session, inp["dataset"], inp["version"])
+            if parent.purged_by is not None:
+                continue  # a takedown purged it: its samples' sources are not known any more
             con.register(
                 f"input_{k}",
                 version_dataset(get_tier(parent.tier, settings), parent.data_path, parent.data_delta_version),
