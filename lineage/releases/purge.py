@@ -303,13 +303,15 @@ def _protected(s: Any, settings: Settings) -> dict[Key, set[str]]:
     return out
 
 
-def _doomed_replicas(s: Any) -> list[tuple[int, str, str]]:
-    """(id, tier, table) of every replica, other than the primary, of a release on a tombstoned version."""
+def _doomed_replicas(s: Any) -> list[tuple[int, str, str, bool]]:
+    """(id, tier, table, primary) of every replica of a release on a tombstoned version. A primary is the
+    dataset's own table, whose other files a successor shares; every other replica serves only its
+    release."""
     rows = s.execute(
-        select(Replica.id, Replica.tier, Replica.table_path)
+        select(Replica.id, Replica.tier, Replica.table_path, Replica.primary)
         .join(Release, Release.id == Replica.release_id)
         .join(DatasetVersion, DatasetVersion.id == Release.dataset_version_id)
-        .where(DatasetVersion.purged_by.is_not(None), Replica.primary.is_(False))
+        .where(DatasetVersion.purged_by.is_not(None), Replica.state != "removed")
     )
     return [tuple(r) for r in rows]
 
@@ -320,8 +322,9 @@ def delete(catalog: Catalog, settings: Settings, found: Found, touched: set[Key]
         running = set(s.scalars(select(Run.id).where(Run.status == "running")))
         protected = _protected(s, settings)
         replicas = _doomed_replicas(s)
-        for _, tier_name, table in replicas:
-            candidates[(tier_name, table)] |= set(_parquet_files(get_tier(tier_name, settings), table))
+        for _, tier_name, table, primary in replicas:
+            if not primary:
+                candidates[(tier_name, table)] |= set(_parquet_files(get_tier(tier_name, settings), table))
         exports = [
             (e.export_id, *place(settings, e), e.manifest)
             for e in s.scalars(select(Export).where(Export.purged_by.is_not(None)))
@@ -356,7 +359,7 @@ def delete(catalog: Catalog, settings: Settings, found: Found, touched: set[Key]
             _delete(tier, leftover, report)
         log.info("purge: export %s deleted", export_id)
     with catalog.session() as s:
-        for replica_id, _, _ in replicas:
+        for replica_id, *_ in replicas:  # placement and tier copies no longer see a copy to read
             replica = s.get(Replica, replica_id)
             assert replica is not None
             replica.state, replica.detail = "removed", "purged: its files held samples a takedown purged"

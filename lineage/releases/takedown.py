@@ -30,6 +30,7 @@ from lineage.catalog.queries import dataset_version
 from lineage.settings import Settings
 from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import SAMPLE_SCHEMA
+from pipelines.faults import checkpoint
 from pipelines.parquet_out import PartWriter
 from storage.delta import DataFile, commit_snapshot, describe_file, version_files
 from storage.layout import run_prefix
@@ -88,6 +89,7 @@ def remove_samples(
                 inputs=[{"kind": "dataset", "dataset": dataset, "version": version}],
             )
         )
+    checkpoint("takedown.run_recorded")
     data_path, data_version, lineage_path, lineage_version = paths
     prefix = run_prefix(run_id)
     kept, rewritten, removed = _rewrite_data(tier, data_path, data_version, drop, prefix, settings)
@@ -99,6 +101,7 @@ def remove_samples(
     lineage_files += _takedown_records(tier, lineage_path, prefix, run_id, step, ids, request_id, settings)
     meta = {"lineage.run_id": run_id, "lineage.dataset": dataset, "lineage.takedown": str(request_id)}
     new_data = commit_snapshot(tier, data_path, data_files, SAMPLE_SCHEMA, meta)
+    checkpoint("takedown.data_committed")
     new_lineage = commit_snapshot(tier, lineage_path, lineage_files, LINEAGE_SCHEMA, meta)
     with catalog.session() as s:
         base = s.get(DatasetVersion, old_id)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 import storage.delta
 from lineage import errors
@@ -169,9 +170,18 @@ def test_purge_leaves_no_removed_text_under_any_tier_and_keeps_live_data(world: 
         client.export_release("clean@v1", "/tmp/never", override_reason="legal hold")
     assert client.sample_lineage(sample_id("raw", "id:o1")).versions  # lineage is kept
 
-    # again: nothing to delete; gc neither brings bytes back nor deletes what the successor needs
+    assert {r.state for r in client.list_replicas("clean@v1")} == {"removed"}  # placement has nothing to move
+
+    # again: nothing to delete; gc and Delta's own maintenance neither bring bytes back nor delete what the
+    # successor needs
     again = client.purge_takedown(request.id)
     assert again.files_deleted == {} and again.request.state == "purged"
     collect_garbage(client.service.catalog, settings)
+    local = get_tier("local", settings)
+    table = DeltaTable(local.uri("datasets/clean/data"), storage_options=local.storage_options)
+    table.optimize.compact()
+    table.vacuum(dry_run=False)
+    table.cleanup_metadata()
+    client.apply_placement()
     assert {t.name: _markers_under(t) for t in tiers} == {t.name: {} for t in tiers}
     assert client.verify_release(done.successor, "local").state == "verified"
