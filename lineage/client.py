@@ -837,13 +837,15 @@ class Client:
         )
 
     def apply_takedown(
-        self, request_id: int, *, tag_suffix: str | None = None, purge: bool = False
+        self, request_id: int, *, tag_suffix: str | None = None, purge: bool = False, engine: str = "local"
     ) -> S.TakedownApplied:
-        """Successor releases without the request's samples; the old ones withdrawn (rewrites tier data);
-        with ``purge``, then :meth:`purge_takedown`."""
+        """Successor releases without the request's samples; the old ones withdrawn (rewrites tier data, on
+        ``engine``); with ``purge``, then :meth:`purge_takedown`."""
         return self._in_process(
             "apply_takedown",
-            lambda: self.service.apply_takedown(request_id, tag_suffix=tag_suffix, purge=purge, actor=self.actor),
+            lambda: self.service.apply_takedown(
+                request_id, tag_suffix=tag_suffix, purge=purge, engine=engine, actor=self.actor
+            ),
         )
 
     def purge_takedown(self, request_id: int) -> S.TakedownPurged:

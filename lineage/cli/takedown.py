@@ -163,13 +163,16 @@ def takedown_apply(
     purge: Annotated[
         bool, typer.Option("--purge", help="Then delete the samples' bytes everywhere (see `takedown purge`).")
     ] = False,
+    engine: Annotated[str, typer.Option(help="Rewrites the affected files: local, spark or ray.")] = "local",
     as_json: AsJson = False,
 ) -> None:
     """Re-issue every live release holding the request's samples without them (only the files holding them
     are rewritten) under a successor tag, and withdraw the old ones. Running it again finishes a killed apply."""
     with open_service() as service:
         applied = guard(
-            lambda: service.apply_takedown(request_id, tag_suffix=tag_suffix, purge=purge, actor=getpass.getuser()),
+            lambda: service.apply_takedown(
+                request_id, tag_suffix=tag_suffix, purge=purge, engine=engine, actor=getpass.getuser()
+            ),
             as_json=as_json,
         )
     if as_json:

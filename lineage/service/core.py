@@ -928,13 +928,26 @@ class Service:
         return takedowns.plan(self.stores, self.get_takedown(request_id), sample_limit=sample_limit)
 
     def apply_takedown(
-        self, request_id: int, *, tag_suffix: str | None = None, purge: bool = False, actor: str = "local"
+        self,
+        request_id: int,
+        *,
+        tag_suffix: str | None = None,
+        purge: bool = False,
+        engine: str = "local",
+        actor: str = "local",
     ) -> S.TakedownApplied:
         """Successor releases without the request's samples (suffix ``tag_suffix``, default ``-td<id>``); the
-        old releases are withdrawn; with ``purge``, then :meth:`purge_takedown`. Rewrites tier data:
-        in-process only. Running it again finishes it."""
+        old releases are withdrawn; with ``purge``, then :meth:`purge_takedown`. ``engine`` rewrites the files
+        holding the samples (local, spark or ray: the same files). Rewrites tier data: in-process only.
+        Running it again finishes it."""
         return takedowns.apply(
-            self.stores, self.settings, self.get_takedown(request_id), tag_suffix=tag_suffix, actor=actor, purge=purge
+            self.stores,
+            self.settings,
+            self.get_takedown(request_id),
+            tag_suffix=tag_suffix,
+            actor=actor,
+            purge=purge,
+            engine=engine,
         )
 
     def purge_takedown(self, request_id: int) -> S.TakedownPurged:

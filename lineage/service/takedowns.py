@@ -271,11 +271,13 @@ def apply(
     tag_suffix: str | None,
     actor: str,
     purge: bool = False,
+    engine: str = "local",
 ) -> S.TakedownApplied:
     """For each live release holding the request's samples: a new version without them (only the files
     holding them rewritten), released under a successor tag and copied to every other tier the old
     release had a verified replica on, then the old release withdrawn. Each step is idempotent, so an
-    apply that was killed is finished by running it again. ``purge`` then purges (:func:`purge`)."""
+    apply that was killed is finished by running it again. ``engine`` (local, spark, ray) rewrites the
+    affected files, with the same result on each. ``purge`` then purges (:func:`purge_request`)."""
     suffix = tag_suffix if tag_suffix is not None else f"-td{request.id}"
     done = []
     answer, scanned = _plan(stores, request, sample_limit=0)
@@ -286,7 +288,9 @@ def apply(
             rows.column("sample_id").to_pylist(), rows.column("__filename").to_pylist(), strict=True
         ):
             drop.setdefault(path, []).append(sample)
-        removed = takedown.remove_samples(stores.catalog, settings, impact.dataset, impact.version, drop, request.id)
+        removed = takedown.remove_samples(
+            stores.catalog, settings, impact.dataset, impact.version, drop, request.id, engine=engine
+        )
         checkpoint("takedown.version_made")
         name, tag = impact.release.split("@")
         successor = f"{name}@{tag}{suffix}"
