@@ -164,6 +164,9 @@ def test_purge_leaves_no_removed_text_under_any_tier_and_keeps_live_data(world: 
     old = client.get_release("clean@v1")
     assert old.state == "withdrawn" and old.successor == done.successor
     assert client.get_manifest("clean@v1").row_count == len(KEEP) + 2
+    assert client.get_quality("clean@v1").report is not None  # the QC report stays
+    assert client.get_manifest(done.successor).quarantine.delta_version > 0  # repointed without the record
+    assert client.get_quality(done.successor).report is not None
     with pytest.raises(errors.DataPurged, match=f"use its successor {done.successor}"):
         open_release("clean@v1", settings=settings, override_reason="legal hold")
     with pytest.raises(errors.DataPurged):
