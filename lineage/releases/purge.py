@@ -17,18 +17,22 @@ running it again:
    rewritten copies), repointed in the catalog and its releases' manifests.
 4. **logs**: the statistics of free-text columns are removed from the Delta log of every table touched
    (commits and checkpoints, :func:`storage.delta.strip_log_statistics`).
-5. **delete**: the affected files, every file of the tombstoned releases' replicas and of their exports.
-   A file that a readable version or a live release's replica pins is never deleted: finding one
-   among the candidates stops the purge before anything is deleted.
+5. **delete**: the affected files, every file of the tombstoned releases' replicas and of their exports,
+   and what runs that are not running left in the local staging folder (``lineage gc`` would too; a
+   killed run's staged parts may hold the samples' texts). A file that a readable version or a live
+   release's replica pins is never deleted: finding one among the candidates stops the purge before
+   anything is deleted.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -358,6 +362,12 @@ def delete(catalog: Catalog, settings: Settings, found: Found, touched: set[Key]
         for leftover in _all_files(tier, prefix):  # index.json (MDS), staged shards of a killed export
             _delete(tier, leftover, report)
         log.info("purge: export %s deleted", export_id)
+    staging = Path(settings.staging_dir)
+    for child in sorted(staging.iterdir()) if staging.is_dir() else []:
+        if child.name not in running:
+            for leftover in sorted(p for p in child.rglob("*") if p.is_file()):
+                report.deleted("staging", leftover.stat().st_size)
+            shutil.rmtree(child, ignore_errors=True)
     with catalog.session() as s:
         for replica_id, *_ in replicas:  # placement and tier copies no longer see a copy to read
             replica = s.get(Replica, replica_id)

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
@@ -137,6 +138,10 @@ def test_purge_leaves_no_removed_text_under_any_tier_and_keeps_live_data(world: 
     assert set(before) == set(MARKERS)  # the scan sees them: texts, meta, quarantine raw bytes, log statistics
     assert any("_delta_log" in f for f in before["zqxmarkalpha"])
 
+    staged = settings.staging_dir / "a-killed-run" / "part.parquet"  # what a killed local run leaves behind
+    staged.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"text": [GONE[0]["text"]]}), staged)
+
     request = client.create_takedown({"source": {"dataset": "raw", "path": "optout/*"}}, kind="copyright", reason="x")
     applied = client.apply_takedown(request.id, purge=True)
     (done,) = applied.successors
@@ -147,6 +152,7 @@ def test_purge_leaves_no_removed_text_under_any_tier_and_keeps_live_data(world: 
     assert purged.quarantine_rows == 1 and purged.signature_rows == 2 and purged.samples == 2
     assert purged.versions_tombstoned == ["clean:v1"] and len(purged.exports_purged) == 1
     assert purged.log_files_rewritten > 0
+    assert purged.files_deleted["staging"] == 1 and not staged.parent.exists()
 
     left = {t.name: _markers_under(t) for t in tiers}
     assert left == {t.name: {} for t in tiers}
