@@ -13,6 +13,7 @@ conditions, the list of failed ones and the override record are the same everywh
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
@@ -97,6 +98,7 @@ def publish(
     gate: GateConfig | None = None,
     override_reason: str | None = None,
     draft: bool = False,
+    qc_report: Callable[[Session, DatasetVersion], dict[str, Any] | None] | None = None,
 ) -> tuple[Release, bool]:
     """Publish ``ref``; returns (release, changed). Same content again: no-op. Different: refused.
 
@@ -104,7 +106,9 @@ def publish(
     measured value) unless ``override_reason`` is given: the override is recorded with who and when.
     ``draft=True`` records the release (pinned version, manifest, digest, the gate's results) without
     publishing it; publishing the same content later turns the draft into a published release, through
-    the gate given then or else the draft's.
+    the gate given then or else the draft's. ``qc_report`` may give the QC report from what the caller
+    knows (a takedown's successor: :func:`~lineage.releases.qc.successor_report`); None from it, or no
+    ``qc_report``, builds it from the data.
     """
     name, tag = parse_ref(ref)
     again = {"draft": draft, "created_by": created_by, "gate": gate, "override_reason": override_reason}
@@ -116,7 +120,7 @@ def publish(
             existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
             if existing is not None:
                 return _publish_again(existing, digest, **again)
-            manifest["qc"] = build_report(s, dv, settings)
+            manifest["qc"] = (qc_report and qc_report(s, dv)) or build_report(s, dv, settings)
             manifest["contamination"] = contamination_report(s, dv, settings, gate)
             record = gate_record(
                 measured(manifest), gate, ref=ref, actor=created_by, override_reason=override_reason, enforce=not draft

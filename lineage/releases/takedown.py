@@ -21,6 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from sqlalchemy import func, select
 
@@ -233,13 +235,10 @@ def _rewrite_data(
     return kept, [describe_file(tier, table, p) for p in written], removed
 
 
-def _takedown_records(
-    tier: Tier, table: str, prefix: str, run_id: str, step: int, ids: list[str], request_id: int, settings: Settings
-) -> list[DataFile]:
-    if not ids:
-        return []
+def takedown_records(run_id: str, step: int, ids: list[str], request_id: int) -> pa.Table:
+    """The ``takedown`` lineage records of the removed samples (verdict ``dropped``, reason ``takedown:<id>``)."""
     n = len(ids)
-    records = pa.table(
+    return pa.table(
         {
             "run_id": pa.repeat(pa.scalar(run_id), n),
             "step": pa.repeat(pa.scalar(step, pa.int32()), n),
@@ -253,8 +252,27 @@ def _takedown_records(
         },
         schema=LINEAGE_SCHEMA,
     )
+
+
+def removed_rows(settings: Settings, tier_name: str, table: str, drop: dict[str, list[str]]) -> pa.Table:
+    """``text``, ``content_hash`` and ``source_dataset`` of the samples ``drop`` names, read from the old
+    version's affected files only (what the successor's QC report subtracts)."""
+    tier = get_tier(tier_name, settings)
+    ids = pa.array(sorted(i for file_ids in drop.values() for i in file_ids), pa.string())
+    columns = ["sample_id", "text", "content_hash", "source_dataset"]
+    fs = pafs.SubTreeFileSystem(tier.path(table), tier.filesystem)
+    files = pads.dataset(sorted(drop), schema=SAMPLE_SCHEMA, format="parquet", filesystem=fs)
+    return files.to_table(columns=columns, filter=pc.field("sample_id").isin(ids))
+
+
+def _takedown_records(
+    tier: Tier, table: str, prefix: str, run_id: str, step: int, ids: list[str], request_id: int, settings: Settings
+) -> list[DataFile]:
+    if not ids:
+        return []
+    records = takedown_records(run_id, step, ids, request_id)
     writer = PartWriter(
-        tier, table, prefix, LINEAGE_SCHEMA, file_rows=n, row_group_rows=settings.parquet_row_group_rows
+        tier, table, prefix, LINEAGE_SCHEMA, file_rows=len(ids), row_group_rows=settings.parquet_row_group_rows
     )
     writer.write(records)
     return [describe_file(tier, table, p) for p in writer.close()]

@@ -334,6 +334,9 @@ class QcReport(BaseModel):
     rules: list[RuleCount]
     length_histogram: list[LengthBin]
     scripts: dict[str, float] = Field(description="Share of letters by script: han, latin, other.")
+    script_letters: dict[str, int] | None = Field(
+        default=None, description="The letters counted by script (reports since issue #22; None before)."
+    )
     sources: list[SourceDrops]
     exact_duplicate_rate: float
     operators: list[str]

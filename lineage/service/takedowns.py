@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from lineage import releases
 from lineage.catalog import Catalog, DatasetVersion, Release, Run, TakedownRequest, queries
 from lineage.catalog.models import as_utc, utcnow
 from lineage.errors import Conflict
-from lineage.releases import takedown, usage
+from lineage.releases import qc, takedown, usage
 from lineage.releases.purge import purge as purge_files
 from lineage.releases.replicas import copy_release, verify_release
 from lineage.service import schemas as S
@@ -295,7 +297,13 @@ def apply(
         name, tag = impact.release.split("@")
         successor = f"{name}@{tag}{suffix}"
         releases.publish(
-            stores.catalog, settings, successor, dataset=impact.dataset, version=removed.version, created_by=actor
+            stores.catalog,
+            settings,
+            successor,
+            dataset=impact.dataset,
+            version=removed.version,
+            created_by=actor,
+            qc_report=_successor_report(stores, settings, impact, drop, request.id),
         )
         checkpoint("takedown.successor_published")
         for replica in impact.replicas:
@@ -320,6 +328,25 @@ def apply(
             row.state, row.applied_at = "applied", utcnow()
     purged = purge_request(stores, settings, get(stores.catalog, request.id)) if purge else None
     return S.TakedownApplied(request=get(stores.catalog, request.id), successors=done, purge=purged)
+
+
+def _successor_report(
+    stores: Stores, settings: Settings, impact: S.ReleaseImpact, drop: dict[str, list[str]], request_id: int
+) -> Callable[[Session, DatasetVersion], dict[str, Any] | None]:
+    """The successor's QC report from its predecessor's, minus the removed rows (read from the affected
+    files only): publishing it must not cost a pass over every text of the release."""
+
+    def report(s: Session, dv: DatasetVersion) -> dict[str, Any] | None:
+        old = queries.get_release(s, impact.release)
+        base = old.manifest.get("qc")
+        if not base:
+            return None
+        odv = old.dataset_version
+        removed = takedown.removed_rows(settings, odv.tier, odv.data_path, drop)
+        records = takedown.takedown_records("", 0, removed.column("sample_id").to_pylist(), request_id)
+        return qc.successor_report(s, dv, settings, base, removed, records)
+
+    return report
 
 
 # -- purge -----------------------------------------------------------------------------------------
