@@ -17,6 +17,9 @@
 3. Bytes written are the sizes of the files each side created (or changed) under the copy, found by
    comparing the copy's files before and after; the catalog database is reported apart.
 
+No eval set is registered, so the contamination check that publishing the successor runs reads every
+text but probes nothing: with eval sets, that step costs more than it does here.
+
 Targets: ours (in-process and the CLI) at least 10x faster than the full rewrite, and the bytes ours
 writes in proportion to the affected files (at most 1.5x their size). Exits 1 when one fails. Prints
 the machine's 1-minute load average.
