@@ -304,6 +304,8 @@ def apply(
             version=removed.version,
             created_by=actor,
             qc_report=_successor_report(stores, settings, impact, drop, request.id),
+            gate=_inherited_gate(stores.catalog, impact.release),
+            override_reason=f"takedown request {request.id}: its successor is published whatever the gate says",
         )
         checkpoint("takedown.successor_published")
         for replica in impact.replicas:
@@ -328,6 +330,15 @@ def apply(
             row.state, row.applied_at = "applied", utcnow()
     purged = purge_request(stores, settings, get(stores.catalog, request.id)) if purge else None
     return S.TakedownApplied(request=get(stores.catalog, request.id), successors=done, purge=purged)
+
+
+def _inherited_gate(catalog: Catalog, ref: str) -> qc.GateConfig | None:
+    """The gate the withdrawn release was published through: the successor is measured against it and the
+    results are recorded, but a failure does not stop it (the removal is not optional; the override
+    names the request)."""
+    with catalog.session() as s:
+        record = queries.get_release(s, ref).gate
+    return qc.GateConfig.model_validate(record["conditions"]) if record else None
 
 
 def _successor_report(

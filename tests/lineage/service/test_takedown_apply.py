@@ -154,3 +154,14 @@ def _same(a: object, b: object) -> bool:
         return True
     assert a == b, (a, b)
     return True
+
+
+def test_the_successor_is_measured_by_its_predecessors_gate_which_does_not_stop_it(client: Client) -> None:
+    """A gate the successor fails (fewer samples than the minimum) is recorded as overridden by the request."""
+    client.create_release("clean@gated", gate={"min_samples": client.get_release("clean@v1").row_count})
+    request = client.create_takedown({"sample_ids": [CURL]}, kind="privacy", reason="x")
+    applied = {s.release: s.successor for s in client.apply_takedown(request.id).successors}
+    gate = client.get_release(applied["clean@gated"]).gate
+    assert gate is not None and gate.results[0].condition == "min_samples" and not gate.results[0].passed
+    assert gate.override is not None and f"takedown request {request.id}" in gate.override.reason
+    assert client.get_release(applied["clean@v1"]).gate is None  # no gate before, none after
