@@ -214,9 +214,12 @@ def successor_report(
     rows = base["samples"] - removed.num_rows
     distinct_before = round(base["samples"] * (1 - base["exact_duplicate_rate"]))
     hashes = pc.unique(removed.column("content_hash"))
-    data = version_dataset(get_tier(dv.tier, settings), dv.data_path, dv.data_delta_version)
-    still = data.to_table(columns=["content_hash"], filter=pc.field("content_hash").isin(hashes))
-    distinct = distinct_before - (len(hashes) - len(pc.unique(still.column("content_hash"))))
+    if base["exact_duplicate_rate"] == 0:  # every text was unique, so none of the removed ones is left
+        distinct = distinct_before - len(hashes)
+    else:  # which removed texts still have a copy: one pass over the successor's hashes
+        data = version_dataset(get_tier(dv.tier, settings), dv.data_path, dv.data_delta_version)
+        still = data.to_table(columns=["content_hash"], filter=pc.field("content_hash").isin(hashes))
+        distinct = distinct_before - (len(hashes) - len(pc.unique(still.column("content_hash"))))
     per_removed = {c["values"]: c["counts"] for c in pc.value_counts(removed.column("source_dataset")).to_pylist()}
     per_source = []
     for src in base["sources"]:

@@ -15,7 +15,9 @@ the same request made from the same input (its run's ``inputs``) and reuses it.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,7 +178,9 @@ class RewriteFiles:
         rows: list[dict[str, Any]] = []
         for i in batch.column(ITEM_COLUMN).to_pylist():
             with self.tier.filesystem.open_input_file(self.tier.path(self.table, self.files[i])) as handle:
-                table = pq.read_table(handle).select(SAMPLE_SCHEMA.names).cast(SAMPLE_SCHEMA)
+                table = pq.read_table(handle).select(SAMPLE_SCHEMA.names)
+            if table.schema != SAMPLE_SCHEMA:
+                table = table.cast(SAMPLE_SCHEMA)
             gone = pa.array(self.drops[i], pa.string())
             left = table.filter(pc.invert(pc.is_in(table.column("sample_id"), gone)))
             rows.append({"kind": "stat", "table": "removed", "name": str(i), "value": table.num_rows - left.num_rows})
@@ -220,8 +224,9 @@ def _rewrite_data(
         tier, table, prefix, tuple(affected), tuple(tuple(sorted(drop[p])) for p in affected), settings.execution()
     )
     items = pa.table({ITEM_COLUMN: pa.array(range(len(affected)), pa.int64())})
-    if engine == "local":
-        manifests = [task(items)]
+    if engine == "local":  # a thread per core: reading, filtering and writing Parquet release the GIL
+        with ThreadPoolExecutor(max(1, min(len(affected), os.cpu_count() or 1))) as pool:
+            manifests = list(pool.map(task, [items.slice(i, 1) for i in range(len(affected))]))
     else:
         runner = get_engine(engine, settings.execution())
         try:
