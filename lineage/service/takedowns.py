@@ -89,8 +89,23 @@ def _meta_sql(where: S.FieldPredicate) -> tuple[str, list[Any]]:
 
 
 def affected_rows(stores: Stores, key: tuple[str, str, int], selector: S.TakedownSelector) -> pa.Table:
-    """``sample_id`` and ``__filename`` of every sample of one Delta version the selector names."""
-    return select_rows(stores, stores.tables.get(*key).dataset, selector)
+    """``sample_id`` and ``__filename`` of every sample of one Delta version the selector names. Sample ids
+    read only the files whose ``sample_id`` range can hold one (a version's files are written sorted by
+    it, so a thousand ids touch a handful of files, not every file's id column)."""
+    table = stores.tables.get(*key)
+    if selector.sample_ids is None or table.unranged:
+        return select_rows(stores, table.dataset, selector)
+    ids = sorted(set(selector.sample_ids))
+    files = {f.dataset.files[0]: f for i in ids for f in table.covering(i)}
+    columns, expr = ["sample_id", "__filename"], pc.field("sample_id").isin(ids)
+    parts = [files[path].dataset.to_table(columns=columns, filter=expr) for path in sorted(files)]
+    return (
+        pa.concat_tables(parts)
+        if parts
+        else table.dataset.schema.empty_table()
+        .select(["sample_id"])
+        .append_column("__filename", pa.array([], pa.string()))
+    )
 
 
 def select_rows(stores: Stores, dataset: pads.Dataset, selector: S.TakedownSelector) -> pa.Table:
