@@ -14,10 +14,8 @@ from lineage import errors
 from lineage.client import Client
 from lineage.releases import takedown
 from lineage.settings import Settings, TierConfig
-from operators.schema import sample_id
 from tests.support.api_world import build_corpus, spec
-
-CURL = sample_id("raw", "id:curl")  # read from sub/b.jsonl, kept by the pipeline
+from tests.support.takedowns import CURL
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from lineage.client import Client
 from lineage.gc import collect_garbage
 from lineage.settings import Settings, get_settings
 from storage.tier import get_tier
-from tests.lineage.service.test_takedown_purge import KEEP, _corpus, _markers_under, _pipeline
 from tests.support.cli import lineage
+from tests.support.takedowns import KEEP, corpus, markers_under, pipeline
 
 POINTS = [
     "takedown.run_recorded",  # the successor's run row, before any file
@@ -48,7 +48,7 @@ def world(home: Path, tmp_path: Path) -> Iterator[tuple[Client, Settings, int]]:
     get_settings.cache_clear()
     settings = get_settings()
     with Client(settings=settings) as c:
-        c.run_pipeline(_pipeline(_corpus(tmp_path / "raw")))
+        c.run_pipeline(pipeline(corpus(tmp_path / "raw")))
         c.create_release("clean@v1")
         c.copy_release("clean@v1", "second")
         request = c.create_takedown({"source": {"dataset": "raw", "path": "optout/*"}}, kind="privacy", reason="x")
@@ -106,4 +106,4 @@ def test_a_takedown_killed_at_any_step_is_consistent_and_a_rerun_finishes_it(
 
     assert sorted(r["text"] for r in open_release(successor, settings=settings, as_dicts=True)) == sorted(KEEP)
     tiers = [get_tier(t.name, settings) for t in settings.tiers]
-    assert {t.name: _markers_under(t) for t in tiers} == {t.name: {} for t in tiers}
+    assert {t.name: markers_under(t) for t in tiers} == {t.name: {} for t in tiers}

@@ -15,9 +15,9 @@ from lineage.releases.manifest import build_manifest, content_digest
 from lineage.settings import Settings
 from storage.delta import version_dataset
 from storage.tier import get_tier
-from tests.lineage.service.test_takedown_apply import CURL
 from tests.support.api_world import build_corpus, spec
 from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
+from tests.support.takedowns import CURL
 
 
 @pytest.fixture

@@ -4,13 +4,10 @@ or other file; live data is untouched; the withdrawn release is a tombstone that
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
@@ -21,81 +18,10 @@ from lineage.client import Client
 from lineage.gc import collect_garbage
 from lineage.settings import Settings, TierConfig
 from operators.schema import sample_id
-from storage.tier import Tier, get_tier
+from storage.tier import get_tier
 from tests.support.fixtures_ceph import CephS3
-from tests.support.helpers import write_jsonl
+from tests.support.takedowns import GONE, KEEP, MARKERS, corpus, markers_under, pipeline
 from tests.support.training_export import train_tokenizer
-
-MARKERS = ("zqxmarkalpha", "zqxmarkbeta", "zqxmarkgamma", "zqxmarkdelta")
-KEEP = [
-    "the quick brown fox jumps over the lazy dog near the river bank today",
-    "a library for parsing command line options in small portable programs",
-    "tools to convert image formats between png jpeg and webp quickly",
-    "documentation for the standard c library with examples and manual pages",
-]
-GONE = [
-    {
-        "id": "o1",
-        "text": "an opted out page about zqxmarkalpha kites and their strings",
-        "url": "https://x/zqxmarkdelta",
-    },
-    {"id": "o2", "text": "another opted out document mentioning zqxmarkbeta gardens in spring"},
-]
-
-
-def _corpus(root: Path) -> Path:
-    write_jsonl(root / "keep" / "a.jsonl", [{"id": f"k{i}", "text": t} for i, t in enumerate(KEEP)])
-    path = write_jsonl(root / "optout" / "b.jsonl", GONE)
-    with path.open("a") as fh:
-        fh.write('{"id": "o3", "text": "a broken zqxmarkgamma line\n')  # bad JSON: quarantined with its raw bytes
-    return root
-
-
-def _pipeline(root: Path) -> dict:
-    return {
-        "name": "purge-test",
-        "inputs": [{"dataset": "raw", "path": str(root), "id_field": "id"}],
-        "operators": [
-            {"name": "exact_dedupe"},
-            {"name": "minhash_dedupe"},
-            {"name": "quality", "params": {"min_words": 3}},
-        ],
-        "output": {"dataset": "clean", "owner": "t", "license": "CC0-1.0"},
-    }
-
-
-def _decoded(fs: pafs.FileSystem, path: str) -> str:
-    """Everything a file says, decoded: Parquet values and footer statistics, gunzipped or raw bytes."""
-    with fs.open_input_file(path) as fh:
-        body = fh.read()
-    if body[:4] == b"PAR1":
-        with fs.open_input_file(path) as fh:
-            parquet = pq.ParquetFile(fh)
-            values = json.dumps(parquet.read().to_pylist(), default=repr)
-            meta = parquet.metadata
-            stats = [
-                repr((meta.row_group(g).column(c).statistics or "").__str__())
-                for g in range(meta.num_row_groups)
-                for c in range(meta.num_columns)
-            ]
-        return values + "".join(stats)
-    if body[:2] == b"\x1f\x8b":
-        body = gzip.decompress(body)
-    return body.decode("utf-8", errors="replace")
-
-
-def _markers_under(tier: Tier) -> dict[str, list[str]]:
-    """marker -> the files under the tier's root that still hold it."""
-    found: dict[str, list[str]] = {}
-    selector = pafs.FileSelector(tier.path(""), recursive=True, allow_not_found=True)
-    for info in tier.filesystem.get_file_info(selector):
-        if info.type != pafs.FileType.File:
-            continue
-        text = _decoded(tier.filesystem, info.path).lower()
-        for marker in MARKERS:
-            if marker in text:
-                found.setdefault(marker, []).append(info.path)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +44,7 @@ def world(
     with Client(settings=settings) as c:
         with monkeypatch.context() as old:
             old.setattr(storage.delta, "UNINDEXED_COLUMNS", frozenset())  # texts in Delta statistics, as before
-            c.run_pipeline(_pipeline(_corpus(tmp_path / "raw")))
+            c.run_pipeline(pipeline(corpus(tmp_path / "raw")))
             c.create_release("clean@v1")
             c.copy_release("clean@v1", "second")
         c.export_release(
@@ -133,7 +59,7 @@ def test_purge_leaves_no_removed_text_under_any_tier_and_keeps_live_data(world: 
     tiers = [get_tier(t.name, settings) for t in settings.tiers]
     before: dict[str, list[str]] = {}
     for tier in tiers:
-        for marker, files in _markers_under(tier).items():
+        for marker, files in markers_under(tier).items():
             before.setdefault(marker, []).extend(files)
     assert set(before) == set(MARKERS)  # the scan sees them: texts, meta, quarantine raw bytes, log statistics
     assert any("_delta_log" in f for f in before["zqxmarkalpha"])
@@ -154,7 +80,7 @@ def test_purge_leaves_no_removed_text_under_any_tier_and_keeps_live_data(world: 
     assert purged.log_files_rewritten > 0
     assert purged.files_deleted["staging"] == 1 and not staged.parent.exists()
 
-    left = {t.name: _markers_under(t) for t in tiers}
+    left = {t.name: markers_under(t) for t in tiers}
     assert left == {t.name: {} for t in tiers}
 
     # the successor is whole and verified on both tiers, its quarantine without the purged record
@@ -192,5 +118,5 @@ def test_purge_leaves_no_removed_text_under_any_tier_and_keeps_live_data(world: 
     table.vacuum(dry_run=False)
     table.cleanup_metadata()
     client.apply_placement()
-    assert {t.name: _markers_under(t) for t in tiers} == {t.name: {} for t in tiers}
+    assert {t.name: markers_under(t) for t in tiers} == {t.name: {} for t in tiers}
     assert client.verify_release(done.successor, "local").state == "verified"
