@@ -12,11 +12,10 @@ rewrites, the others stay shared.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 from sqlalchemy import select
 
 from lineage import releases
@@ -27,6 +26,9 @@ from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.samples import Stores
 from lineage.settings import Settings
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 _SOURCE_COLUMNS = ("source_dataset", "source_uri", "source_path")
 

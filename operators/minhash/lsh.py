@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import functools
 
-import numba
 import numpy as np
 
+from operators.minhash import small
 from operators.minhash._hashing import GOLDEN, fmix64
+from operators.minhash._jit import njit
 from operators.minhash.params import MinHashParams
 
 
@@ -55,7 +56,7 @@ def band_layout(params: MinHashParams) -> tuple[int, int]:
     return optimal_bands(params.threshold, params.num_perm, params.false_positive_weight, params.false_negative_weight)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _band_kernel(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
     out = np.empty((sigs.shape[0], bands), dtype=np.uint64)
     for d in range(sigs.shape[0]):
@@ -75,7 +76,10 @@ def band_hashes(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """
     if bands * rows > sigs.shape[1]:
         raise ValueError(f"{bands}x{rows} bands do not fit signatures of width {sigs.shape[1]}")
-    return _band_kernel(np.ascontiguousarray(sigs, dtype=np.uint32), bands, rows)
+    sigs = np.ascontiguousarray(sigs, dtype=np.uint32)
+    if sigs.shape[0] <= small.ROW_LIMIT:
+        return small.band_hashes(sigs, bands, rows)
+    return _band_kernel(sigs, bands, rows)
 
 
 def star_edges(
