@@ -153,6 +153,10 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     """Convert and ``minhash_dedupe`` as the local engine runs them, in memory: the same samples, ids,
     sketches and cluster decisions (the operator orders rows by ``sample_id`` itself)."""
     run_id = str(uuid.uuid4())
+    # give freed Arrow buffers back to the OS at once, as the local engine does: peak RSS is then the
+    # largest stage, not the sum of them
+    with contextlib.suppress(NotImplementedError):
+        pa.jemalloc_set_decay_ms(0)
     (step,) = spec.operators
     op = registry.build(step.name, step.params)
     assert isinstance(op, ClusterOperator)
@@ -160,36 +164,44 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     texts: list[pa.Array] = []
     ingested: list[pa.RecordBatch] = []
     quarantine: list[pa.RecordBatch] = []
-    for position, inp in enumerate(spec.inputs):
-        source, _ = plan_source(inp, position, spec.base_dir, run_id, settings)
-        for chunk in source.chunks.to_batches(max_chunksize=1):
-            for out in run_source(source.convert, chunk, run_id):
-                if out.quarantine is not None and out.quarantine.num_rows:
-                    quarantine.append(out.quarantine)
-                samples = out.samples
-                if not samples.num_rows:
-                    continue
-                n = samples.num_rows
-                ingested.append(
-                    pa.RecordBatch.from_arrays(
-                        [
-                            samples.column("sample_id"),
-                            pa.repeat(pa.scalar(position, pa.int32()), n),
-                            *(samples.column(c) for c in ("source_dataset", "source_path", "source_row")),
-                        ],
-                        schema=INGESTED_SCHEMA,
+    # Sketching runs on a second thread while this one converts the next batch: the shingle and
+    # MinHash kernels and Arrow's compute functions release the GIL, convert is mostly Python.
+    with ThreadPoolExecutor(1, thread_name_prefix="dedupe-sketch") as pool:
+        pending: deque[Future[pa.RecordBatch]] = deque()
+        for position, inp in enumerate(spec.inputs):
+            source, _ = plan_source(inp, position, spec.base_dir, run_id, settings)
+            for chunk in source.chunks.to_batches(max_chunksize=1):
+                for out in run_source(source.convert, chunk, run_id):
+                    if out.quarantine is not None and out.quarantine.num_rows:
+                        quarantine.append(out.quarantine)
+                    samples = out.samples
+                    if not samples.num_rows:
+                        continue
+                    n = samples.num_rows
+                    ingested.append(
+                        pa.RecordBatch.from_arrays(
+                            [
+                                samples.column("sample_id"),
+                                pa.repeat(pa.scalar(position, pa.int32()), n),
+                                *(samples.column(c) for c in ("source_dataset", "source_path", "source_row")),
+                            ],
+                            schema=INGESTED_SCHEMA,
+                        )
                     )
-                )
-                sketches.append(op.sketch(samples))
-                if op.needs_texts:
-                    texts.append(samples.column("text"))
+                    if len(pending) >= 2:  # bounded: at most two batches wait for the sketcher
+                        sketches.append(pending.popleft().result())
+                    pending.append(pool.submit(op.sketch, samples.select(["sample_id", "text"])))
+                    if op.needs_texts:
+                        texts.append(samples.column("text"))
+        sketches.extend(f.result() for f in pending)
     ids = pa.Table.from_batches(ingested, INGESTED_SCHEMA)
     _check_unique(ids, settings)
     kept: dict[int, set[int]] = {i: set() for i in range(len(spec.inputs))}
     dropped: list[tuple[str, str, str, float]] = []
     if ids.num_rows:
-        table = pa.Table.from_batches(sketches, op.sketch_schema)
-        records = op.cluster(table, pa.chunked_array(texts, pa.string()) if op.needs_texts else None)
+        # handed over without a reference kept here: the operator's sorted copies replace these
+        # inputs, which are freed as it makes them (peak memory at 250k documents)
+        records = op.cluster(_drain_table(sketches, op.sketch_schema), _drain_texts(texts) if op.needs_texts else None)
         is_dropped = pc.equal(records.column("verdict"), "dropped")
         duplicate = pc.struct_field(records.column("detail"), "duplicate")
         chosen = pa.table(
@@ -218,6 +230,18 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     }
     quarantine_table = pa.Table.from_batches(quarantine, QUARANTINE_SCHEMA)
     return _Decided(kept, dropped, position, quarantine_table, ids.num_rows)
+
+
+def _drain_table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    table = pa.Table.from_batches(batches, schema)
+    batches.clear()
+    return table
+
+
+def _drain_texts(arrays: list[pa.Array]) -> pa.ChunkedArray:
+    texts = pa.chunked_array(arrays, pa.string())
+    arrays.clear()
+    return texts
 
 
 def _check_unique(ids: pa.Table, settings: Settings) -> None:

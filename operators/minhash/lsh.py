@@ -56,7 +56,7 @@ def band_layout(params: MinHashParams) -> tuple[int, int]:
     return optimal_bands(params.threshold, params.num_perm, params.false_positive_weight, params.false_negative_weight)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _band_kernel(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
     out = np.empty((sigs.shape[0], bands), dtype=np.uint64)
     for d in range(sigs.shape[0]):

@@ -165,7 +165,7 @@ def _char_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units:
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _shingle_kernel(
     data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, ngram: int, mode: int, cjk_ratio: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

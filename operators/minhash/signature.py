@@ -45,7 +45,7 @@ def _fmix32(h: np.uint32) -> np.uint32:
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _minhash_kernel(hashes: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     n_docs = len(offsets) - 1
     num_perm = len(a)

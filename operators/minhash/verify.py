@@ -12,7 +12,7 @@ from operators.minhash import small
 from operators.minhash._jit import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _estimate_kernel(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     out = np.empty(len(src), dtype=np.float64)
     num_perm = sigs.shape[1]
@@ -33,7 +33,7 @@ def estimated_jaccard(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.
     return _estimate_kernel(sigs, src, dst)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sorted_sets_kernel(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.empty(len(hashes), dtype=hashes.dtype)
     out_offsets = np.zeros(len(offsets), dtype=np.int64)
@@ -48,7 +48,7 @@ def _sorted_sets_kernel(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.nda
     return out[:pos], out_offsets
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _exact_kernel(sets: np.ndarray, offsets: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     out = np.empty(len(src), dtype=np.float64)
     for e in range(len(src)):
