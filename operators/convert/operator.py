@@ -53,6 +53,10 @@ class ConvertParams(Params):
         object.__setattr__(self, "text_fields", tuple(self.text_fields))
 
 
+# ``json.dumps(rest, ensure_ascii=False, default=str)``, the serialisation of ``meta``, with its encoder
+# made once instead of per record (the same class and options, so the same bytes)
+_META = json.JSONEncoder(ensure_ascii=False, default=str)
+
 # sample columns that fill ``detail.source``, in SOURCE_DETAIL's field order
 _SOURCE_COLUMNS = ("source_dataset", "source_version", "source_uri", "source_path", "source_row", "source_offset")
 
@@ -145,7 +149,7 @@ class _Builder:
                 return "", "", None, "invalid_id", f"id field {p.id_field!r} is {type(record_id).__name__}"
             key = sample_key_from_id(record_id)
         try:
-            meta = json.dumps(rest, ensure_ascii=False, default=str) if rest else None
+            meta = _META.encode(rest) if rest else None
         except RecursionError:  # the reader parsed it, a few frames higher up the stack
             return "", "", None, "nesting_too_deep", "the record's other fields nest too deeply to serialise"
         return text, key, meta, None, None
