@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from operators.minhash._threads import ordered_map
 from operators.minhash.lsh import candidate_edges
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
@@ -91,8 +92,11 @@ class _ShingleSets:
         self._local = np.full(len(texts), -1, dtype=np.int64)
         self._local[rows] = np.arange(len(rows))
         parts, offsets, base = [], [np.zeros(1, np.int64)], 0
-        for batch in _take_in_batches(texts, rows):
-            sets, set_offsets = sorted_sets(*shingle_hashes(batch, params)[:2])
+
+        def sets_of(batch: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+            return sorted_sets(*shingle_hashes(batch, params)[:2])
+
+        for sets, set_offsets in ordered_map(sets_of, _take_in_batches(texts, rows)):
             parts.append(sets)
             offsets.append(set_offsets[1:] + base)
             base += len(sets)
