@@ -46,7 +46,7 @@ def njit(func: Callable[..., Any] | None = None, **options: Any) -> Any:
     def wrap(f: Callable[..., Any]) -> Any:
         with _lock:
             if _made:
-                import numba
+                import numba  # start-up: numba is loaded already here, by make_all
 
                 return numba.njit(**options)(f)
             kernel = Kernel(f, options)
