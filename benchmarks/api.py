@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -62,7 +63,12 @@ def _ids(n: int, seed: int) -> list[str]:
     return [f"{h:016x}{lo_:016x}" for h, lo_ in zip(hi.tolist(), lo.tolist(), strict=True)]
 
 
-def _chunk_tables(ids: list[str], start: int, dropped: np.ndarray, run_id: str) -> tuple[pa.Table, pa.Table]:
+TextMaker = Callable[[pa.Array, np.ndarray], pa.Array]  # (sample ids, positions) -> texts
+
+
+def _chunk_tables(
+    ids: list[str], start: int, dropped: np.ndarray, run_id: str, make_text: TextMaker | None = None
+) -> tuple[pa.Table, pa.Table]:
     """Data rows (kept samples only) and lineage rows (2 per sample: convert, exact_dedupe) for a chunk."""
     n = len(ids)
     pos = np.arange(start, start + n)
@@ -73,8 +79,12 @@ def _chunk_tables(ids: list[str], start: int, dropped: np.ndarray, run_id: str) 
     uri_arr = pc.binary_join_element_wise("file:///bench/raw/", path_arr, "")
     rows = pa.array(pos % ROWS_PER_FILE, pa.int64())
     offsets = pc.multiply(rows, 180)
-    text = pc.binary_join_element_wise(
-        "Synthetic training sample ", id_arr, " about compilers, linkers and package descriptions.", ""
+    text = (
+        make_text(id_arr, pos)
+        if make_text is not None
+        else pc.binary_join_element_wise(
+            "Synthetic training sample ", id_arr, " about compilers, linkers and package descriptions.", ""
+        )
     )
     source = pa.StructArray.from_arrays(
         [pa.repeat(pa.scalar("synth"), n), pa.repeat(pa.scalar(0, pa.int64()), n), uri_arr, path_arr, rows, offsets],
@@ -119,7 +129,8 @@ def _chunk_tables(ids: list[str], start: int, dropped: np.ndarray, run_id: str) 
     null_mod = pa.nulls(2 * n, DETAIL.field("modification").type)
     src_masked = pc.if_else(pa.array(~is_step1), src2, pa.nulls(2 * n, SOURCE_DETAIL))
     dup_masked = pc.if_else(pa.array(dropped2), dup, pa.nulls(2 * n, DUPLICATE_DETAIL))
-    detail = pa.StructArray.from_arrays([src_masked, dup_masked, null_rules, null_mod], fields=list(DETAIL))
+    later = [pa.nulls(2 * n, f.type) for f in list(DETAIL)[4:]]  # detail added since (contamination): none here
+    detail = pa.StructArray.from_arrays([src_masked, dup_masked, null_rules, null_mod, *later], fields=list(DETAIL))
     related = pc.if_else(
         pa.array(dropped2),
         pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * n + 1, dtype=np.int32)), kept_ids.take(take)),
@@ -142,8 +153,13 @@ def _chunk_tables(ids: list[str], start: int, dropped: np.ndarray, run_id: str) 
     return data, lineage
 
 
-def build_release(samples: int, settings: Settings) -> dict:
-    """Write data + lineage Delta tables and register the version and release; returns ids to query."""
+def build_release(
+    samples: int, settings: Settings, *, data_file_rows: int = 1_000_000, make_text: TextMaker | None = None
+) -> dict:
+    """Write data + lineage Delta tables and register the version and release; returns ids to query.
+
+    ``data_file_rows`` sizes the data files and ``make_text`` makes the texts (default: one short
+    sentence naming the id), for benchmarks whose cost depends on the number of files or text bytes."""
     total = int(samples / (1 - DUP_FRACTION))
     t0 = time.perf_counter()
     ids = _ids(total, seed=7)
@@ -163,7 +179,7 @@ def build_release(samples: int, settings: Settings) -> dict:
             tables.data,
             run_prefix(run_id),
             SAMPLE_SCHEMA,
-            file_rows=1_000_000,
+            file_rows=data_file_rows,
             row_group_rows=settings.parquet_row_group_rows,
         ),
         "lineage": PartWriter(
@@ -176,7 +192,8 @@ def build_release(samples: int, settings: Settings) -> dict:
         ),
     }
     for start in range(0, total, CHUNK):
-        data, lineage = _chunk_tables(ids[start : start + CHUNK], start, dropped[start : start + CHUNK], run_id)
+        chunk = ids[start : start + CHUNK]
+        data, lineage = _chunk_tables(chunk, start, dropped[start : start + CHUNK], run_id, make_text)
         writers["data"].write(data)
         writers["lineage"].write(lineage)
         print(f"  wrote {min(start + CHUNK, total):,}/{total:,} samples ({time.perf_counter() - t0:.0f}s)", flush=True)

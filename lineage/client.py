@@ -836,12 +836,21 @@ class Client:
             params={"sample_limit": sample_limit},
         )
 
-    def apply_takedown(self, request_id: int, *, tag_suffix: str | None = None) -> S.TakedownApplied:
-        """Successor releases without the request's samples; the old ones withdrawn (rewrites tier data)."""
+    def apply_takedown(
+        self, request_id: int, *, tag_suffix: str | None = None, purge: bool = False, engine: str = "local"
+    ) -> S.TakedownApplied:
+        """Successor releases without the request's samples; the old ones withdrawn (rewrites tier data, on
+        ``engine``); with ``purge``, then :meth:`purge_takedown`."""
         return self._in_process(
             "apply_takedown",
-            lambda: self.service.apply_takedown(request_id, tag_suffix=tag_suffix, actor=self.actor),
+            lambda: self.service.apply_takedown(
+                request_id, tag_suffix=tag_suffix, purge=purge, engine=engine, actor=self.actor
+            ),
         )
+
+    def purge_takedown(self, request_id: int) -> S.TakedownPurged:
+        """Delete an applied request's samples' bytes on every tier (in-process: it deletes tier data)."""
+        return self._in_process("purge_takedown", lambda: self.service.purge_takedown(request_id))
 
     # -- sample lineage -----------------------------------------------------------------------
     def sample_lineage(

@@ -61,6 +61,13 @@ class ReleaseWithdrawn(ReleaseConflict):
     code = "release_withdrawn"
 
 
+class DataPurged(LineageError):
+    """A takedown's purge deleted this data's files: the catalog keeps it as a tombstone (manifest, QC
+    report, lineage), and no override reads it."""
+
+    code = "data_purged"
+
+
 @dataclass(frozen=True)
 class Rule:
     """One row of the table: the class (whose ``code`` keys the row), its HTTP status and the ``lineage``
@@ -94,6 +101,7 @@ TABLE: tuple[Rule, ...] = (
     Rule(RunFailed, 500, 9),
     Rule(Corrupt, 500, 11),
     Rule(MissingExtra, 503, 13),
+    Rule(DataPurged, 410, 14),
 )
 BY_CODE: dict[str, Rule] = {rule.code: rule for rule in TABLE}
 _BY_STATUS: dict[int, Rule] = {}
@@ -171,6 +179,7 @@ __all__ = [
     "ReleaseError",
     "ReleaseNotFound",
     "ReleaseWithdrawn",
+    "DataPurged",
     "Rule",
     "RunFailed",
     "TransferFailed",

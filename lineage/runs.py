@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Run
 from lineage.catalog.models import utcnow
-from lineage.catalog.queries import dataset_version, get_release
+from lineage.catalog.queries import dataset_version, get_release, require_data
 from lineage.errors import Invalid
 from lineage.openlineage import emit_after_commit
 from lineage.releases.contamination import resolve_sources
@@ -123,7 +123,7 @@ class Runner:
                 recorded.append(record)
             else:
                 with self.catalog.session() as s:
-                    dv = dataset_version(s, inp.dataset, inp.version)
+                    dv = require_data(dataset_version(s, inp.dataset, inp.version))
                     tier = get_tier(dv.tier, self.settings)
                     datasets.append(DatasetInput(tier, dv.data_path, dv.data_delta_version, position))
                     recorded.append({"kind": "dataset", "dataset": inp.dataset, "version": dv.version})

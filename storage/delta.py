@@ -50,6 +50,12 @@ TABLE_PROPERTIES = {
 _HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
 
 
+#: Free-text payload columns get no min/max statistics in the log. Their extremes prune nothing a reader
+#: asks for (no one filters on ``text``), and a statistic is a copy of a record's bytes: one that lives
+#: on in ``_delta_log`` after a takedown purged the file it describes (issue #22).
+UNINDEXED_COLUMNS = frozenset({"text", "meta", "message", "raw"})
+
+
 @dataclass(frozen=True)
 class DataFile:
     """A Parquet file inside a table folder: path relative to the table root."""
@@ -81,8 +87,10 @@ def describe_file(tier: Tier, table_path: str, relative: str) -> DataFile:
     for col_idx in range(meta.num_columns):
         column = meta.schema.column(col_idx)
         name = column.path
-        if "." in name or not (
-            pa.types.is_primitive(schema.field(name).type) or pa.types.is_string(schema.field(name).type)
+        if (
+            "." in name
+            or name in UNINDEXED_COLUMNS
+            or not (pa.types.is_primitive(schema.field(name).type) or pa.types.is_string(schema.field(name).type))
         ):
             continue
         lo = hi = None
@@ -205,3 +213,94 @@ def version_files(tier: Tier, table_path: str, version: int) -> list[dict[str, A
     for rec in actions.select(["path", "size_bytes", "num_records"]).to_pylist():
         rows.append({"path": rec["path"], "size": rec["size_bytes"], "num_records": rec["num_records"]})
     return sorted(rows, key=lambda r: r["path"])
+
+
+def strip_log_statistics(tier: Tier, table_path: str, columns: frozenset[str] = UNINDEXED_COLUMNS) -> int:
+    """Remove the min/max statistics of ``columns`` from every entry of a table's log; return how many
+    log files were rewritten.
+
+    For tables written before :data:`UNINDEXED_COLUMNS` (and by other writers): their commits and
+    checkpoints may hold copies of texts. Each log file is rewritten whole, next to itself and then
+    moved over it (one atomic step on a local tier, one PUT on S3), with only the ``stats`` strings
+    of ``add``/``remove`` actions changed, so readers see the same table. Running it again finds nothing.
+    """
+    fs = tier.filesystem
+    log_dir = tier.path(table_path, "_delta_log")
+    selector = pafs.FileSelector(log_dir, recursive=False, allow_not_found=True)
+    rewritten = 0
+    for info in fs.get_file_info(selector):
+        if info.type != pafs.FileType.File:
+            continue
+        if info.base_name.endswith(".json") and not info.base_name.startswith("_"):
+            with fs.open_input_stream(info.path) as fh:
+                lines = fh.read().decode().splitlines()
+            new = [_strip_action(line, columns) for line in lines]
+            if new != lines:
+                _replace(fs, info.path, ("\n".join(new) + "\n").encode())
+                rewritten += 1
+        elif ".checkpoint." in info.base_name and info.base_name.endswith(".parquet"):
+            with fs.open_input_file(info.path) as fh:
+                checkpoint = pq.read_table(fh)
+            new_table = _strip_checkpoint(checkpoint, columns)
+            if new_table is not None:
+                sink = pa.BufferOutputStream()
+                pq.write_table(new_table, sink)
+                _replace(fs, info.path, sink.getvalue().to_pybytes())
+                rewritten += 1
+    return rewritten
+
+
+def _strip_stats(stats: str | None, columns: frozenset[str]) -> str | None:
+    if not stats:
+        return stats
+    parsed = json.loads(stats)
+    changed = False
+    for key in ("minValues", "maxValues"):
+        values = parsed.get(key) or {}
+        for column in columns & values.keys():
+            del values[column]
+            changed = True
+    return json.dumps(parsed) if changed else stats
+
+
+def _strip_action(line: str, columns: frozenset[str]) -> str:
+    if '"stats"' not in line:
+        return line
+    action = json.loads(line)
+    changed = False
+    for kind in ("add", "remove"):
+        body = action.get(kind)
+        if body and body.get("stats"):
+            stripped = _strip_stats(body["stats"], columns)
+            if stripped != body["stats"]:
+                body["stats"], changed = stripped, True
+    return json.dumps(action, separators=(",", ":")) if changed else line
+
+
+def _strip_checkpoint(table: pa.Table, columns: frozenset[str]) -> pa.Table | None:
+    """The checkpoint with stripped ``stats`` strings, or None if none changed."""
+    changed = False
+    for kind in ("add", "remove"):
+        if kind not in table.column_names:
+            continue
+        struct = table.column(kind).combine_chunks()
+        if "stats" not in [f.name for f in struct.type]:
+            continue
+        stats = struct.field("stats").to_pylist()
+        stripped = [_strip_stats(v, columns) for v in stats]
+        if stripped == stats:
+            continue
+        children = [
+            pa.array(stripped, pa.string()) if f.name == "stats" else struct.field(i) for i, f in enumerate(struct.type)
+        ]
+        rebuilt = pa.StructArray.from_arrays(children, fields=list(struct.type), mask=struct.is_null())
+        table = table.set_column(table.column_names.index(kind), table.schema.field(kind), rebuilt)
+        changed = True
+    return table if changed else None
+
+
+def _replace(fs: pafs.FileSystem, path: str, body: bytes) -> None:
+    staged = f"{path}.purge-tmp"
+    with fs.open_output_stream(staged) as out:
+        out.write(body)
+    fs.move(staged, path)

@@ -86,6 +86,9 @@ class DatasetVersion(Base):
     signatures_path: Mapped[str | None] = mapped_column(String(500), default=None)
     signatures_delta_version: Mapped[int | None] = mapped_column(Integer, default=None)
     created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    # set by a takedown's purge, which deleted this version's files holding the request's samples: a
+    # tombstone, kept for its lineage and what was released from it, whose data can no longer be read
+    purged_by: Mapped[int | None] = mapped_column(Integer, default=None)
     dataset: Mapped[Dataset] = relationship(back_populates="versions", default=None, repr=False)
 
     @property
@@ -291,6 +294,7 @@ class TakedownRequest(Base):
     created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
     applied_at: Mapped[datetime | None] = mapped_column(default=None)
     purged_at: Mapped[datetime | None] = mapped_column(default=None)
+    purge_report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # what purge deleted
 
 
 class EvalSet(Base):
@@ -384,4 +388,5 @@ class Export(Base):
     tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     created_by: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    purged_by: Mapped[int | None] = mapped_column(Integer, default=None)  # its shards deleted by a purge
     release: Mapped[Release] = relationship(default=None, repr=False)

@@ -3,7 +3,8 @@
 The runner, releases, QC, replicas, the service, the reader and the CLI all ask the catalog the
 same few questions; each is answered here, with one error (and one message) for a miss:
 
-- :func:`dataset_version` — a dataset's version by number, or its latest;
+- :func:`dataset_version` — a dataset's version by number, or its latest; :func:`require_data` refuses
+  one a takedown's purge made a tombstone, where its data is read;
 - :func:`get_release` — a release by ``NAME@TAG``;
 - :func:`resolve_ref` — ``NAME@TAG`` (a release), ``DATASET:vN`` / ``DATASET:N`` (a version) or
   ``DATASET`` (its latest), as the diff endpoints take them;
@@ -20,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from lineage.catalog.models import Dataset, DatasetVersion, EvalSet, EvalSetVersion, Release, Replica
-from lineage.errors import Invalid, NotFound, ReleaseError, ReleaseNotFound
+from lineage.errors import DataPurged, Invalid, NotFound, ReleaseError, ReleaseNotFound
 from storage.names import parse_release_ref, parse_version_ref
 
 
@@ -42,6 +43,16 @@ def dataset_version(session: Session, name: str, version: int | None = None) -> 
         what = f"version {version} of dataset {name!r}" if version is not None else f"dataset {name!r}"
         raise NotFound(f"{what} does not exist" + (" (or it has no versions)" if version is None else ""))
     return found
+
+
+def require_data(dv: DatasetVersion) -> DatasetVersion:
+    """``dv``, unless a purge deleted its files: then a clear refusal, not a missing-file error later."""
+    if dv.purged_by is not None:
+        raise DataPurged(
+            f"{dv.ref} was purged by takedown request {dv.purged_by}: its files are deleted; the catalog keeps "
+            "its lineage, and its releases' manifests and QC reports"
+        )
+    return dv
 
 
 def get_release(session: Session, ref: str) -> Release:

@@ -96,13 +96,16 @@ def build_app() -> typer.Typer:
     tiers.command("apply")(tier.tier_apply)
 
     takedowns = new_group(
-        app, "takedown", "Takedown requests: record, list, plan (changes nothing) and apply (successor releases)."
+        app,
+        "takedown",
+        "Takedown requests: record, list, plan (changes nothing), apply (successor releases), purge (the bytes).",
     )
     takedowns.command("request")(takedown.takedown_request)
     takedowns.command("list")(takedown.takedown_list)
     takedowns.command("show")(takedown.takedown_show)
     takedowns.command("plan")(takedown.takedown_plan)
     takedowns.command("apply")(takedown.takedown_apply)
+    takedowns.command("purge")(takedown.takedown_purge)
 
     token_group = new_group(app, "token", "Create, list and revoke API tokens (roles: reader, writer, admin).")
     token_group.command("create")(tokens.token_create)

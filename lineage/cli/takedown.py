@@ -8,7 +8,7 @@ from __future__ import annotations
 import getpass
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -16,6 +16,9 @@ from rich.table import Table
 
 from lineage.cli.app import AsJson, console, every, guard, open_service, print_json
 from lineage.errors import MissingFile
+
+if TYPE_CHECKING:
+    from lineage.service.schemas import TakedownPurged
 
 
 def _lines(path: Path) -> list[str]:
@@ -157,13 +160,20 @@ def takedown_apply(
     tag_suffix: Annotated[
         str | None, typer.Option(help="The successor releases' tag suffix (default -td<ID>).")
     ] = None,
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Then delete the samples' bytes everywhere (see `takedown purge`).")
+    ] = False,
+    engine: Annotated[str, typer.Option(help="Rewrites the affected files: local, spark or ray.")] = "local",
     as_json: AsJson = False,
 ) -> None:
     """Re-issue every live release holding the request's samples without them (only the files holding them
     are rewritten) under a successor tag, and withdraw the old ones. Running it again finishes a killed apply."""
     with open_service() as service:
         applied = guard(
-            lambda: service.apply_takedown(request_id, tag_suffix=tag_suffix, actor=getpass.getuser()), as_json=as_json
+            lambda: service.apply_takedown(
+                request_id, tag_suffix=tag_suffix, purge=purge, engine=engine, actor=getpass.getuser()
+            ),
+            as_json=as_json,
         )
     if as_json:
         print_json(applied)
@@ -175,4 +185,42 @@ def takedown_apply(
         )
     if not applied.successors:
         console.print("no live release holds the request's samples")
+    if applied.purge is not None:
+        _print_purged(applied.purge)
     console.print(f"takedown request {applied.request.id}: {applied.request.state}")
+
+
+def takedown_purge(
+    request_id: Annotated[int, typer.Argument(help="The request's id (applied).")],
+    as_json: AsJson = False,
+) -> None:
+    """Delete the bytes of an applied request's samples on every tier and replica: data files, quarantine and
+    signature rows, exports, staged files, and free-text statistics in Delta logs. It runs only after each
+    successor's checksums pass on every tier its predecessor was on; withdrawn releases stay as tombstones
+    (manifest, QC report, takedown record). Running it again finishes a killed purge."""
+    with open_service() as service:
+        purged = guard(lambda: service.purge_takedown(request_id), as_json=as_json)
+    if as_json:
+        print_json(purged)
+        return
+    _print_purged(purged)
+    console.print(f"takedown request {purged.request.id}: {purged.request.state}")
+
+
+def _print_purged(purged: TakedownPurged) -> None:
+    for check in purged.successors_verified:
+        console.print(f"verified before deleting: {escape(check)}")
+    table = Table(title=f"purged: {purged.samples:,} samples")
+    for col in ("tier", "files deleted", "bytes deleted"):
+        table.add_column(col, justify="left" if col == "tier" else "right")
+    for tier in sorted(purged.files_deleted):
+        table.add_row(tier, f"{purged.files_deleted[tier]:,}", f"{purged.bytes_deleted[tier]:,}")
+    console.print(table)
+    console.print(
+        f"quarantine rows removed: {purged.quarantine_rows:,}; signature rows removed: {purged.signature_rows:,}; "
+        f"Delta log files rewritten: {purged.log_files_rewritten}"
+    )
+    for ref in purged.versions_tombstoned:
+        console.print(f"tombstone: {ref} (its data can no longer be read)")
+    for export in purged.exports_purged:
+        console.print(f"export deleted: {export}")

@@ -177,6 +177,10 @@ class ReleaseReader:
             known = [f["name"] for f in manifest["schema"]["fields"]]
             if unknown := sorted(set(columns or ()) - set(known)):
                 raise Invalid(f"release {ref} has no column {', '.join(unknown)}; it has {', '.join(known)}")
+            job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
+            # before a file is opened: the service refuses a withdrawn release unless there is a reason, and
+            # a purged one always (its files are gone: the refusal says so, not a missing file)
+            source.record_read(ref, job, world_size, rank, override_reason)
             self.files = ReleaseFiles(
                 manifest, ordered_locations(manifest, replicas, prefer_tier, self.settings), self.settings, verify
             )
@@ -189,9 +193,6 @@ class ReleaseReader:
             if total != manifest["row_count"]:
                 raise OSError(f"release {ref}: files hold {total} rows, manifest says {manifest['row_count']}")
             self.shard = Shard(total, world_size, rank, remainder)
-            job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
-            # before a sample is served: the service refuses a withdrawn release unless there is a reason
-            source.record_read(ref, job, world_size, rank, override_reason)
         self.consumed = 0
         local = node_world_size(local_world_size)
         # the node's cores are shared by its ranks: more decoders than that only contend, unless

@@ -77,12 +77,16 @@ def check_version(
     index = load_index(tuple(sources), params or NgramParams())
     items: dict[str, dict[str, list[str]]] = {s["evalset"]: defaultdict(list) for s in sources}
     samples: dict[str, set[str]] = {s["evalset"]: set() for s in sources}
-    checked = 0
-    data = version_dataset(get_tier(dv.tier, settings), dv.data_path, dv.data_delta_version)
-    for batch in data.to_batches(columns=["sample_id", "text"], batch_size=BATCH_ROWS):
+    checked = 0 if len(index) else dv.row_count  # nothing to look for: no pass over the texts
+    batches = (
+        version_dataset(get_tier(dv.tier, settings), dv.data_path, dv.data_delta_version).to_batches(
+            columns=["sample_id", "text"], batch_size=BATCH_ROWS
+        )
+        if len(index)
+        else []
+    )
+    for batch in batches:
         checked += batch.num_rows
-        if not len(index):
-            continue
         ids = batch.column("sample_id").to_pylist()
         for sample, probe in zip(ids, index.probe(batch.column("text")), strict=True):
             for m in probe.matches:

@@ -13,6 +13,7 @@ conditions, the list of failed ones and the override record are the same everywh
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
@@ -21,8 +22,8 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFile, Run
 from lineage.catalog.models import utcnow
-from lineage.catalog.queries import dataset_version, get_release, parse_ref
-from lineage.errors import GateFailed, ReleaseConflict, ReleaseWithdrawn
+from lineage.catalog.queries import dataset_version, get_release, parse_ref, require_data
+from lineage.errors import DataPurged, GateFailed, ReleaseConflict, ReleaseWithdrawn
 from lineage.releases.contamination import check_version, resolve_sources
 from lineage.releases.manifest import build_manifest, content_digest
 from lineage.releases.qc import GateConfig, build_report, evaluate_gate
@@ -97,6 +98,7 @@ def publish(
     gate: GateConfig | None = None,
     override_reason: str | None = None,
     draft: bool = False,
+    qc_report: Callable[[Session, DatasetVersion], dict[str, Any] | None] | None = None,
 ) -> tuple[Release, bool]:
     """Publish ``ref``; returns (release, changed). Same content again: no-op. Different: refused.
 
@@ -104,19 +106,21 @@ def publish(
     measured value) unless ``override_reason`` is given: the override is recorded with who and when.
     ``draft=True`` records the release (pinned version, manifest, digest, the gate's results) without
     publishing it; publishing the same content later turns the draft into a published release, through
-    the gate given then or else the draft's.
+    the gate given then or else the draft's. ``qc_report`` may give the QC report from what the caller
+    knows (a takedown's successor: :func:`~lineage.releases.qc.successor_report`); None from it, or no
+    ``qc_report``, builds it from the data.
     """
     name, tag = parse_ref(ref)
     again = {"draft": draft, "created_by": created_by, "gate": gate, "override_reason": override_reason}
     try:
         with catalog.session() as s:
-            dv = dataset_version(s, dataset or name, version)
+            dv = require_data(dataset_version(s, dataset or name, version))
             manifest = build_manifest(dv, s.get(Run, dv.run_id), settings)
             digest = content_digest(manifest)
             existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
             if existing is not None:
                 return _publish_again(existing, digest, **again)
-            manifest["qc"] = build_report(s, dv, settings)
+            manifest["qc"] = (qc_report and qc_report(s, dv)) or build_report(s, dv, settings)
             manifest["contamination"] = contamination_report(s, dv, settings, gate)
             record = gate_record(
                 measured(manifest), gate, ref=ref, actor=created_by, override_reason=override_reason, enforce=not draft
@@ -233,7 +237,13 @@ def publish_draft(
 
 def check_servable(release: Release, override_reason: str | None) -> None:
     """Data of a withdrawn release is served (read, exported, copied) only with a reason, which the caller
-    records; without one the refusal names the successor to use instead."""
+    records; without one the refusal names the successor to use instead. A purged one is refused always."""
+    if release.dataset_version.purged_by is not None:
+        successor = f": use its successor {release.successor}" if release.successor else ""
+        raise DataPurged(
+            f"release {release.ref} is a tombstone: takedown request {release.dataset_version.purged_by} purged "
+            f"its files, and no override reads it{successor}"
+        )
     if release.state == WITHDRAWN and not override_reason:
         raise ReleaseWithdrawn(
             f"release {release.ref} was withdrawn by takedown request {release.withdrawn_by}: use its successor "

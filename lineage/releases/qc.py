@@ -124,10 +124,20 @@ def rule_sets_of(operator_names: list[str]) -> list[str]:
     return found
 
 
+def _length_histogram(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    lengths = pc.utf8_length(texts).to_numpy(zero_copy_only=False)
+    return np.bincount(np.searchsorted(LENGTH_BINS, lengths, side="right") - 1, minlength=len(LENGTH_BINS))
+
+
+def _script_totals(texts: pa.Array | pa.ChunkedArray) -> dict[str, int]:
+    from operators.quality.scripts import script_counts  # start-up: numba kernels
+
+    counts = script_counts(texts)
+    return {name: int(pc.sum(counts[name]).as_py() or 0) for name in counts.column_names}
+
+
 def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> dict[str, Any]:
     import duckdb  # start-up: only when a report is built
-
-    from operators.quality.scripts import script_counts  # start-up: numba kernels
 
     tier = get_tier(dv.tier, settings)
     data = version_dataset(tier, dv.data_path, dv.data_delta_version)
@@ -137,11 +147,9 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
     hist = np.zeros(len(LENGTH_BINS), dtype=np.int64)
     scripts = {"han": 0, "latin": 0, "other": 0}
     for batch in data.to_batches(columns=["text"]):
-        lengths = pc.utf8_length(batch.column("text")).to_numpy()
-        hist += np.bincount(np.searchsorted(LENGTH_BINS, lengths, side="right") - 1, minlength=len(LENGTH_BINS))
-        counts = script_counts(batch.column("text"))
-        for name in scripts:
-            scripts[name] += int(pc.sum(counts[name]).as_py() or 0)
+        hist += _length_histogram(batch.column("text"))
+        for name, count in _script_totals(batch.column("text")).items():
+            scripts[name] += count
     letters = sum(scripts.values())
 
     with duckdb.connect() as con:
@@ -152,6 +160,8 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
         sources = ["SELECT sample_id, detail.source.dataset AS source FROM lin WHERE step = 0"]
         for k, inp in enumerate(i for i in (run.inputs if run else []) if i.get("kind") == "dataset"):
             parent = dataset_version(session, inp["dataset"], inp["version"])
+            if parent.purged_by is not None:
+                continue  # a takedown purged it: its samples' sources are not known any more
             con.register(
                 f"input_{k}",
                 version_dataset(get_tier(parent.tier, settings), parent.data_path, parent.data_delta_version),
@@ -177,6 +187,67 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
             for i, (lo, c) in enumerate(zip(LENGTH_BINS, hist, strict=True))
         ],
         "scripts": {name: (count / letters if letters else 0.0) for name, count in scripts.items()},
+        "script_letters": scripts,
+        "sources": per_source,
+        "exact_duplicate_rate": (rows - distinct) / rows if rows else 0.0,
+        "operators": operators,
+        "rule_sets": rule_sets_of(operators),
+    }
+
+
+def successor_report(
+    session: Session,
+    dv: DatasetVersion,
+    settings: Settings,
+    base: dict[str, Any],
+    removed: pa.Table,
+    records: pa.Table,
+) -> dict[str, Any] | None:
+    """The report of ``dv``, a takedown's successor, from its predecessor's report ``base``: the same
+    numbers without the ``removed`` rows (``text``, ``content_hash``, ``source_dataset``) and with the
+    takedown's lineage ``records``. It reads only the removed rows and the successor's ``content_hash``
+    column, where :func:`build_report` reads every text and the whole lineage: a takedown of a thousand
+    samples must not cost a pass over a large release. ``base`` must carry ``script_letters`` (reports
+    since issue #22); an older one gives None, and the caller builds the report in full."""
+    from operators.quality.report import rule_counts  # start-up: numba kernels
+
+    if "script_letters" not in base:
+        return None
+    texts = removed.column("text")
+    hist = np.array([b["count"] for b in base["length_histogram"]], dtype=np.int64) - _length_histogram(texts)
+    gone = _script_totals(texts)
+    scripts = {name: base["script_letters"][name] - gone.get(name, 0) for name in base["script_letters"]}
+    letters = sum(scripts.values())
+    rows = base["samples"] - removed.num_rows
+    distinct_before = round(base["samples"] * (1 - base["exact_duplicate_rate"]))
+    hashes = pc.unique(removed.column("content_hash"))
+    if base["exact_duplicate_rate"] == 0:  # every text was unique, so none of the removed ones is left
+        distinct = distinct_before - len(hashes)
+    else:  # which removed texts still have a copy: one pass over the successor's hashes
+        data = version_dataset(get_tier(dv.tier, settings), dv.data_path, dv.data_delta_version)
+        still = data.to_table(columns=["content_hash"], filter=pc.field("content_hash").isin(hashes))
+        distinct = distinct_before - (len(hashes) - len(pc.unique(still.column("content_hash"))))
+    per_removed = {c["values"]: c["counts"] for c in pc.value_counts(removed.column("source_dataset")).to_pylist()}
+    per_source = []
+    for src in base["sources"]:
+        n = per_removed.pop(src["source"], 0)
+        k, d = src["kept"] - n, src["dropped"] + n
+        per_source.append(
+            {"source": src["source"], "kept": k, "dropped": d, "drop_rate": d / (k + d) if k + d else 0.0}
+        )
+    rules = {(r["operator"], r["rule"]): dict(r) for r in base["rules"]}
+    for r in rule_counts(records).to_pylist():
+        found = rules.setdefault((r["operator"], r["rule"]), {**r, "dropped": 0, "modified": 0, "failed": 0})
+        for key in ("dropped", "modified", "failed"):
+            found[key] += r[key]
+    operators = _chain_operators(session, session.get(Run, dv.run_id))
+    return {
+        **base,
+        "samples": rows,
+        "rules": sorted(rules.values(), key=lambda r: (r["operator"], r["rule"])),
+        "length_histogram": [{**b, "count": int(c)} for b, c in zip(base["length_histogram"], hist, strict=True)],
+        "scripts": {name: (count / letters if letters else 0.0) for name, count in scripts.items()},
+        "script_letters": scripts,
         "sources": per_source,
         "exact_duplicate_rate": (rows - distinct) / rows if rows else 0.0,
         "operators": operators,
@@ -319,4 +390,4 @@ def _contamination_html(contamination: dict[str, Any] | None) -> str:
     )
 
 
-__all__ = ["GateConfig", "GateError", "build_report", "evaluate_gate", "report_html"]
+__all__ = ["GateConfig", "GateError", "build_report", "evaluate_gate", "report_html", "successor_report"]

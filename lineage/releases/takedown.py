@@ -15,12 +15,15 @@ the same request made from the same input (its run's ``inputs``) and reuses it.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from sqlalchemy import func, select
 
@@ -30,6 +33,11 @@ from lineage.catalog.queries import dataset_version
 from lineage.settings import Settings
 from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import SAMPLE_SCHEMA
+from pipelines.config import ExecutionConfig
+from pipelines.engines import check_engine, get_engine
+from pipelines.engines.distributed import DistributedEngine
+from pipelines.engines.tasks import ITEM_COLUMN, MANIFEST_SCHEMA
+from pipelines.faults import checkpoint
 from pipelines.parquet_out import PartWriter
 from storage.delta import DataFile, commit_snapshot, describe_file, version_files
 from storage.layout import run_prefix
@@ -63,9 +71,12 @@ def remove_samples(
     version: int,
     drop: dict[str, list[str]],
     request_id: int,
+    engine: str = "local",
 ) -> Removed:
     """A new version of ``dataset`` from ``version`` without the samples in ``drop`` (file -> sample ids,
-    files relative to the data table, as the plan names them)."""
+    files relative to the data table, as the plan names them); ``engine`` rewrites the affected files."""
+    if engine != "local":
+        check_engine(engine)  # an unknown engine or a missing extra fails before any catalog row
     with catalog.session() as s:
         old = dataset_version(s, dataset, version)
         for dv in s.scalars(select(DatasetVersion).where(DatasetVersion.dataset_id == old.dataset_id)):
@@ -82,15 +93,16 @@ def remove_samples(
             Run(
                 id=run_id,
                 pipeline=pipeline_name(request_id),
-                engine="local",
+                engine=engine,
                 output_dataset=dataset,
                 operators=[{"name": OPERATOR, "version": "1", "params": {"request": request_id}}],
                 inputs=[{"kind": "dataset", "dataset": dataset, "version": version}],
             )
         )
+    checkpoint("takedown.run_recorded")
     data_path, data_version, lineage_path, lineage_version = paths
     prefix = run_prefix(run_id)
-    kept, rewritten, removed = _rewrite_data(tier, data_path, data_version, drop, prefix, settings)
+    kept, rewritten, removed = _rewrite_data(tier, data_path, data_version, drop, prefix, settings, engine)
     data_files = [describe_file(tier, data_path, f["path"]) for f in kept] + rewritten
     ids = sorted(i for file_ids in drop.values() for i in file_ids)
     lineage_files = [
@@ -99,6 +111,7 @@ def remove_samples(
     lineage_files += _takedown_records(tier, lineage_path, prefix, run_id, step, ids, request_id, settings)
     meta = {"lineage.run_id": run_id, "lineage.dataset": dataset, "lineage.takedown": str(request_id)}
     new_data = commit_snapshot(tier, data_path, data_files, SAMPLE_SCHEMA, meta)
+    checkpoint("takedown.data_committed")
     new_lineage = commit_snapshot(tier, lineage_path, lineage_files, LINEAGE_SCHEMA, meta)
     with catalog.session() as s:
         base = s.get(DatasetVersion, old_id)
@@ -145,47 +158,91 @@ def remove_samples(
     return Removed(dataset, number, removed, len(rewritten), len(kept))
 
 
+@dataclass(frozen=True)
+class RewriteFiles:
+    """The rewrite of affected files, one work item per file, the same task on every engine: item ``i``
+    reads ``files[i]`` whole, drops ``drops[i]`` and writes what is left as one part (none if nothing is
+    left). A file's new bytes depend only on the file, the ids and the settings, so local, Spark and Ray
+    give identical files, and the successor the same content digest. Returns engine manifest rows:
+    ``file`` (path, rows) and ``stat`` ``removed`` (samples dropped)."""
+
+    tier: Tier
+    table: str
+    prefix: str
+    files: tuple[str, ...]
+    drops: tuple[tuple[str, ...], ...]
+    config: ExecutionConfig
+
+    def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
+        rows: list[dict[str, Any]] = []
+        for i in batch.column(ITEM_COLUMN).to_pylist():
+            with self.tier.filesystem.open_input_file(self.tier.path(self.table, self.files[i])) as handle:
+                table = pq.read_table(handle).select(SAMPLE_SCHEMA.names)
+            if table.schema != SAMPLE_SCHEMA:
+                table = table.cast(SAMPLE_SCHEMA)
+            gone = pa.array(self.drops[i], pa.string())
+            left = table.filter(pc.invert(pc.is_in(table.column("sample_id"), gone)))
+            rows.append({"kind": "stat", "table": "removed", "name": str(i), "value": table.num_rows - left.num_rows})
+            if not left.num_rows:
+                continue
+            writer = PartWriter(
+                self.tier,
+                self.table,
+                self.prefix,
+                SAMPLE_SCHEMA,
+                file_rows=left.num_rows,
+                row_group_rows=self.config.parquet_row_group_rows,
+                row_group_bytes=self.config.parquet_row_group_bytes,
+                part_label=f"takedown-{i:05d}",
+            )
+            writer.write(left)
+            rows += [
+                {"kind": "file", "table": self.table, "name": path, "value": left.num_rows} for path in writer.close()
+            ]
+        return pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA)
+
+
 def _rewrite_data(
-    tier: Tier, table: str, version: int, drop: dict[str, list[str]], prefix: str, settings: Settings
+    tier: Tier,
+    table: str,
+    version: int,
+    drop: dict[str, list[str]],
+    prefix: str,
+    settings: Settings,
+    engine: str,
 ) -> tuple[list[dict[str, Any]], list[DataFile], int]:
     """(files kept as they are, rewritten copies of the affected ones, samples removed)."""
     kept: list[dict[str, Any]] = []
-    rewritten: list[DataFile] = []
-    removed = 0
+    affected: list[str] = []
     for f in version_files(tier, table, version):
-        gone = drop.get(f["path"])
-        if not gone:
-            kept.append(f)
-            continue
-        with tier.filesystem.open_input_file(tier.path(table, f["path"])) as handle:
-            rows = pq.read_table(handle)
-        rows = rows.select(SAMPLE_SCHEMA.names).cast(SAMPLE_SCHEMA)
-        left = rows.filter(pc.invert(pc.is_in(rows.column("sample_id"), pa.array(gone, pa.string()))))
-        removed += rows.num_rows - left.num_rows
-        if not left.num_rows:
-            continue
-        writer = PartWriter(
-            tier,
-            table,
-            prefix,
-            SAMPLE_SCHEMA,
-            file_rows=max(left.num_rows, 1),
-            row_group_rows=settings.parquet_row_group_rows,
-            row_group_bytes=settings.parquet_row_group_bytes,
-            part_label=f"takedown-{len(rewritten):05d}",
-        )
-        writer.write(left)
-        rewritten += [describe_file(tier, table, p) for p in writer.close()]
-    return kept, rewritten, removed
+        (affected if drop.get(f["path"]) else kept).append(f)
+    affected = [f["path"] for f in affected]
+    if not affected:
+        return kept, [], 0
+    task = RewriteFiles(
+        tier, table, prefix, tuple(affected), tuple(tuple(sorted(drop[p])) for p in affected), settings.execution()
+    )
+    items = pa.table({ITEM_COLUMN: pa.array(range(len(affected)), pa.int64())})
+    if engine == "local":  # a thread per core: reading, filtering and writing Parquet release the GIL
+        with ThreadPoolExecutor(max(1, min(len(affected), os.cpu_count() or 1))) as pool:
+            manifests = list(pool.map(task, [items.slice(i, 1) for i in range(len(affected))]))
+    else:
+        runner = get_engine(engine, settings.execution())
+        try:
+            assert isinstance(runner, DistributedEngine)
+            manifests = runner.run_items(len(affected), task)  # type: ignore[arg-type]  (any item task)
+        finally:
+            runner.close()
+    rows = pa.concat_tables(manifests).to_pylist()
+    written = sorted(r["name"] for r in rows if r["kind"] == "file")
+    removed = sum(r["value"] for r in rows if r["kind"] == "stat")
+    return kept, [describe_file(tier, table, p) for p in written], removed
 
 
-def _takedown_records(
-    tier: Tier, table: str, prefix: str, run_id: str, step: int, ids: list[str], request_id: int, settings: Settings
-) -> list[DataFile]:
-    if not ids:
-        return []
+def takedown_records(run_id: str, step: int, ids: list[str], request_id: int) -> pa.Table:
+    """The ``takedown`` lineage records of the removed samples (verdict ``dropped``, reason ``takedown:<id>``)."""
     n = len(ids)
-    records = pa.table(
+    return pa.table(
         {
             "run_id": pa.repeat(pa.scalar(run_id), n),
             "step": pa.repeat(pa.scalar(step, pa.int32()), n),
@@ -199,8 +256,29 @@ def _takedown_records(
         },
         schema=LINEAGE_SCHEMA,
     )
+
+
+def removed_rows(settings: Settings, tier_name: str, table: str, drop: dict[str, list[str]]) -> pa.Table:
+    """``text``, ``content_hash`` and ``source_dataset`` of the samples ``drop`` names, read from the old
+    version's affected files only (what the successor's QC report subtracts)."""
+    import pyarrow.dataset as pads  # start-up: it imports pandas
+
+    tier = get_tier(tier_name, settings)
+    ids = pa.array(sorted(i for file_ids in drop.values() for i in file_ids), pa.string())
+    columns = ["sample_id", "text", "content_hash", "source_dataset"]
+    fs = pafs.SubTreeFileSystem(tier.path(table), tier.filesystem)
+    files = pads.dataset(sorted(drop), schema=SAMPLE_SCHEMA, format="parquet", filesystem=fs)
+    return files.to_table(columns=columns, filter=pc.field("sample_id").isin(ids))
+
+
+def _takedown_records(
+    tier: Tier, table: str, prefix: str, run_id: str, step: int, ids: list[str], request_id: int, settings: Settings
+) -> list[DataFile]:
+    if not ids:
+        return []
+    records = takedown_records(run_id, step, ids, request_id)
     writer = PartWriter(
-        tier, table, prefix, LINEAGE_SCHEMA, file_rows=n, row_group_rows=settings.parquet_row_group_rows
+        tier, table, prefix, LINEAGE_SCHEMA, file_rows=len(ids), row_group_rows=settings.parquet_row_group_rows
     )
     writer.write(records)
     return [describe_file(tier, table, p) for p in writer.close()]

@@ -227,6 +227,7 @@ class Service:
     def _resolve(self, s: Session, ref: str) -> tuple[DatasetVersion, S.VersionRef]:
         """``NAME@TAG`` (a release), ``DATASET:vN`` / ``DATASET:N`` (a version) or ``DATASET`` (its latest)."""
         dv, rel = queries.resolve_ref(s, ref)
+        queries.require_data(dv)
         if rel is not None:
             return dv, S.VersionRef(ref=ref, dataset=dv.dataset.name, version=dv.version, release=rel.ref)
         return dv, S.VersionRef(ref=f"{dv.dataset.name}:v{dv.version}", dataset=dv.dataset.name, version=dv.version)
@@ -948,13 +949,34 @@ class Service:
         return takedowns.plan(self.stores, self.get_takedown(request_id), sample_limit=sample_limit)
 
     def apply_takedown(
-        self, request_id: int, *, tag_suffix: str | None = None, actor: str = "local"
+        self,
+        request_id: int,
+        *,
+        tag_suffix: str | None = None,
+        purge: bool = False,
+        engine: str = "local",
+        actor: str = "local",
     ) -> S.TakedownApplied:
         """Successor releases without the request's samples (suffix ``tag_suffix``, default ``-td<id>``); the
-        old releases are withdrawn. Rewrites tier data: in-process only. Running it again finishes it."""
+        old releases are withdrawn; with ``purge``, then :meth:`purge_takedown`. ``engine`` rewrites the files
+        holding the samples (local, spark or ray: the same files). Rewrites tier data: in-process only.
+        Running it again finishes it."""
         return takedowns.apply(
-            self.stores, self.settings, self.get_takedown(request_id), tag_suffix=tag_suffix, actor=actor
+            self.stores,
+            self.settings,
+            self.get_takedown(request_id),
+            tag_suffix=tag_suffix,
+            actor=actor,
+            purge=purge,
+            engine=engine,
         )
+
+    def purge_takedown(self, request_id: int) -> S.TakedownPurged:
+        """Delete an applied request's samples' bytes on every tier and replica (data files, quarantine and
+        signature rows, exports, staged files, free-text statistics in Delta logs), once each successor
+        verifies where its predecessor was. Withdrawn releases stay as tombstones. In-process only;
+        running it again finishes a killed purge."""
+        return takedowns.purge_request(self.stores, self.settings, self.get_takedown(request_id))
 
     # -- dataset-level lineage (OpenLineage) ----------------------------------------------------
     def ingest_event(self, event: openlineage.RunEvent | dict[str, Any]) -> S.EventAccepted:

@@ -145,6 +145,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("apply_placement", Kind.TIER, TIER_DATA, "tier apply"),
     Operation("collect_garbage", Kind.TIER, TIER_DATA, "gc"),
     Operation("apply_takedown", Kind.TIER, TIER_DATA, "takedown apply"),
+    Operation("purge_takedown", Kind.TIER, TIER_DATA, "takedown purge"),
     # -- servers and the whole path -----------------------------------------------------------
     Operation("health", Kind.SERVER, Http("GET", "/health"), None),
     Operation("serve", Kind.SERVER, InProcess("starts the HTTP server itself"), "serve", service="", sdk=False),
@@ -157,7 +158,7 @@ OPERATIONS: tuple[Operation, ...] = (
 IN_PROCESS_VERBS = frozenset(
     {"run", "ingest", "dedupe", "export", "export-verify", "tier copy", "tier move", "tier verify", "tier apply", "gc"}
     | {"evalset register", "evalset check"}  # #19's: they read eval items or whole releases on the tiers
-    | {"takedown apply"}  # #22's: it rewrites the files holding the samples, where the tiers are
+    | {"takedown apply", "takedown purge"}  # #22: they rewrite and delete the files holding the samples
 )
 SERVER_OPERATIONS = frozenset({"serve", "demo", "health"})
 

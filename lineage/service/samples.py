@@ -146,7 +146,7 @@ def sample_lineage(
         records = lineage_records(stores, dv, sample_id)
         if not records:
             continue
-        row = sample_row(stores, dv, sample_id, include_text=include_text)
+        row = None if dv.purged_by is not None else sample_row(stores, dv, sample_id, include_text=include_text)
         dup = _duplicate(records)
         versions.append(
             S.VersionLineage(
@@ -157,6 +157,7 @@ def sample_lineage(
                 releases=refs,
                 records=[S.LineageRecord(**r) for r in records],
                 duplicate=dup,
+                purged_by=dv.purged_by,
             )
         )
         source = source or _source(records, row)
@@ -262,11 +263,13 @@ def source_releases(
         rels: list[tuple[str, str, int]] = []
         for r in s.scalars(select(Release).where(Release.state != releases.DRAFT).order_by(Release.name, Release.tag)):
             dv = r.dataset_version
+            if dv.purged_by is not None:
+                continue  # a tombstone holds no data any more
             pinned[dv.id] = ((dv.tier, dv.data_path, dv.data_delta_version), dv.dataset.name, dv.version)
             rels.append((r.ref, r.state, dv.id))
         src_key = None
         if dataset is not None:
-            src = queries.dataset_version(s, dataset, version)
+            src = queries.require_data(queries.dataset_version(s, dataset, version))
             src_key = (src.tier, src.data_path, src.data_delta_version)
             label = f"{src.dataset.name}:v{src.version}"
         else:

@@ -334,6 +334,9 @@ class QcReport(BaseModel):
     rules: list[RuleCount]
     length_histogram: list[LengthBin]
     scripts: dict[str, float] = Field(description="Share of letters by script: han, latin, other.")
+    script_letters: dict[str, int] | None = Field(
+        default=None, description="The letters counted by script (reports since issue #22; None before)."
+    )
     sources: list[SourceDrops]
     exact_duplicate_rate: float
     operators: list[str]
@@ -663,6 +666,11 @@ class VersionLineage(BaseModel):
     releases: list[str] = Field(description="Releases of this version (so: containing the sample if in_output).")
     records: list[LineageRecord]
     duplicate: DuplicateInfo | None = None
+    purged_by: int | None = Field(
+        default=None,
+        description="The takedown request whose purge deleted this version's data: its lineage is kept, its "
+        "samples' rows (and so in_output) are not known any more.",
+    )
 
 
 class SampleLineage(BaseModel):
@@ -918,9 +926,25 @@ class Successor(BaseModel):
     files_rewritten: int = Field(description="Files holding removed samples; every other file is shared.")
 
 
+class TakedownPurged(BaseModel):
+    """What a purge deleted. Run again after a kill, it reports what that run deleted."""
+
+    request: TakedownOut
+    files_deleted: dict[str, int] = Field(description="Per tier: data, replica, side-table and export files.")
+    bytes_deleted: dict[str, int] = Field(description="Per tier.")
+    samples: int = Field(description="Distinct affected samples found in any data file, committed or staged.")
+    quarantine_rows: int = Field(description="Quarantined records of the request's source removed.")
+    signature_rows: int = Field(description="MinHash signature rows of the samples removed.")
+    versions_tombstoned: list[str] = Field(description="Dataset versions whose data can no longer be read.")
+    exports_purged: list[str] = Field(description="Training exports of their releases, deleted.")
+    log_files_rewritten: int = Field(description="Delta log files stripped of free-text statistics.")
+    successors_verified: list[str] = Field(description="TIER:RELEASE checks passed before anything was deleted.")
+
+
 class TakedownApplied(BaseModel):
     request: TakedownOut
     successors: list[Successor]
+    purge: TakedownPurged | None = Field(default=None, description="With ``purge``: what it deleted.")
 
 
 # -- eval sets (issue #19) ----------------------------------------------------------------------

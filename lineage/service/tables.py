@@ -186,6 +186,11 @@ class TableCache:
                 self._entries.popitem(last=False)
         return table
 
+    def clear(self) -> None:
+        """Forget every opened version (after a purge deleted files some of them name)."""
+        with self._lock:
+            self._entries.clear()
+
     def _open(self, tier_name: str, path: str, version: int) -> VersionTable:
         tier = get_tier(tier_name, self.settings)
         delta = open_version(tier, path, version)

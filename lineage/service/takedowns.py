@@ -11,21 +11,28 @@ rewrites, the others stay shared.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from lineage import releases
 from lineage.catalog import Catalog, DatasetVersion, Release, Run, TakedownRequest, queries
 from lineage.catalog.models import as_utc, utcnow
-from lineage.releases import takedown, usage
+from lineage.errors import Conflict
+from lineage.releases import qc, takedown, usage
+from lineage.releases.purge import purge as purge_files
+from lineage.releases.replicas import copy_release, verify_release
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.samples import Stores
 from lineage.settings import Settings
+from pipelines.faults import checkpoint
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
@@ -84,8 +91,27 @@ def _meta_sql(where: S.FieldPredicate) -> tuple[str, list[Any]]:
 
 
 def affected_rows(stores: Stores, key: tuple[str, str, int], selector: S.TakedownSelector) -> pa.Table:
-    """``sample_id`` and ``__filename`` of every sample of one Delta version the selector names."""
-    dataset: pads.Dataset = stores.tables.get(*key).dataset
+    """``sample_id`` and ``__filename`` of every sample of one Delta version the selector names. Sample ids
+    read only the files whose ``sample_id`` range can hold one (a version's files are written sorted by
+    it, so a thousand ids touch a handful of files, not every file's id column)."""
+    table = stores.tables.get(*key)
+    if selector.sample_ids is None or table.unranged:
+        return select_rows(stores, table.dataset, selector)
+    ids = sorted(set(selector.sample_ids))
+    files = {f.dataset.files[0]: f for i in ids for f in table.covering(i)}
+    columns, expr = ["sample_id", "__filename"], pc.field("sample_id").isin(ids)
+    parts = [files[path].dataset.to_table(columns=columns, filter=expr) for path in sorted(files)]
+    return (
+        pa.concat_tables(parts)
+        if parts
+        else table.dataset.schema.empty_table()
+        .select(["sample_id"])
+        .append_column("__filename", pa.array([], pa.string()))
+    )
+
+
+def select_rows(stores: Stores, dataset: pads.Dataset, selector: S.TakedownSelector) -> pa.Table:
+    """``sample_id`` and ``__filename`` of the rows of ``dataset`` (sample columns) the selector names."""
     expr = arrow_filter(selector)
     if expr is not None:
         return dataset.to_table(columns=["sample_id", "__filename"], filter=expr)
@@ -94,6 +120,14 @@ def affected_rows(stores: Stores, key: tuple[str, str, int], selector: S.Takedow
     condition, params = _meta_sql(selector.where)
     with stores.duck.tables(t=scanned) as con:
         return con.sql(f'SELECT sample_id, "__filename" FROM t WHERE {condition}', params=params).to_arrow_table()
+
+
+def quarantine_filter(selector: S.TakedownSelector) -> pc.Expression | None:
+    """The selector on quarantine rows, which keep only the source columns of what they failed to read: a
+    source, or a ``where`` on a source column. Ids, hashes and ``meta`` name samples, which a record that
+    never became one lacks."""
+    on_source = selector.where is not None and selector.where.field in _SOURCE_COLUMNS
+    return arrow_filter(selector) if selector.source is not None or on_source else None
 
 
 # -- requests --------------------------------------------------------------------------------------
@@ -134,6 +168,12 @@ def get(catalog: Catalog, request_id: int) -> S.TakedownOut:
 
 # -- plans -----------------------------------------------------------------------------------------
 def plan(stores: Stores, request: S.TakedownOut, *, sample_limit: int) -> S.TakedownPlan:
+    return _plan(stores, request, sample_limit=sample_limit)[0]
+
+
+def _plan(stores: Stores, request: S.TakedownOut, *, sample_limit: int) -> tuple[S.TakedownPlan, dict[str, pa.Table]]:
+    """The plan, and each affected release's rows (``sample_id``, ``__filename``), which apply rewrites."""
+    scanned: dict[str, pa.Table] = {}
     with stores.catalog.session() as s:
         live = select(Release).where(Release.state.in_(releases.LIVE_STATES)).order_by(Release.name, Release.tag)
         found = [(r, _release_facts(s, r)) for r in s.scalars(live)]
@@ -144,6 +184,7 @@ def plan(stores: Stores, request: S.TakedownOut, *, sample_limit: int) -> S.Take
         rows = affected_rows(stores, facts["key"], request.selector)
         if not rows.num_rows:
             continue
+        scanned[release.ref] = rows
         per_file = {c["values"]: c["counts"] for c in pc.value_counts(rows.column("__filename")).to_pylist()}
         first = pc.select_k_unstable(rows, k=min(sample_limit, rows.num_rows), sort_keys=[("sample_id", "ascending")])
         ids = rows.column("sample_id").take(first).to_pylist()
@@ -170,13 +211,14 @@ def plan(stores: Stores, request: S.TakedownOut, *, sample_limit: int) -> S.Take
             )
         )
     sources = {(i.dataset, i.version) for i in impacts}
-    return S.TakedownPlan(
+    answer = S.TakedownPlan(
         request=request,
         releases=impacts,
         releases_checked=len(found),
         downstream=_downstream(sources, runs, made_by),
         read_text=request.selector.where is not None and request.selector.where.field.startswith("meta."),
     )
+    return answer, scanned
 
 
 def _release_facts(s: Any, release: Release) -> dict[str, Any]:
@@ -241,30 +283,54 @@ def _downstream(
 
 # -- apply -----------------------------------------------------------------------------------------
 def apply(
-    stores: Stores, settings: Settings, request: S.TakedownOut, *, tag_suffix: str | None, actor: str
+    stores: Stores,
+    settings: Settings,
+    request: S.TakedownOut,
+    *,
+    tag_suffix: str | None,
+    actor: str,
+    purge: bool = False,
+    engine: str = "local",
 ) -> S.TakedownApplied:
     """For each live release holding the request's samples: a new version without them (only the files
-    holding them rewritten), released under a successor tag, then the old release withdrawn. Each step
-    is idempotent, so an apply that was killed is finished by running it again."""
+    holding them rewritten), released under a successor tag and copied to every other tier the old
+    release had a verified replica on, then the old release withdrawn. Each step is idempotent, so an
+    apply that was killed is finished by running it again. ``engine`` (local, spark, ray) rewrites the
+    affected files, with the same result on each. ``purge`` then purges (:func:`purge_request`)."""
     suffix = tag_suffix if tag_suffix is not None else f"-td{request.id}"
     done = []
-    for impact in plan(stores, request, sample_limit=0).releases:
-        with stores.catalog.session() as s:
-            dv = queries.get_release(s, impact.release).dataset_version
-            key = (dv.tier, dv.data_path, dv.data_delta_version)
-        rows = affected_rows(stores, key, request.selector)
+    answer, scanned = _plan(stores, request, sample_limit=0)
+    for impact in answer.releases:
+        rows = scanned[impact.release]
         drop: dict[str, list[str]] = {}
         for sample, path in zip(
             rows.column("sample_id").to_pylist(), rows.column("__filename").to_pylist(), strict=True
         ):
             drop.setdefault(path, []).append(sample)
-        removed = takedown.remove_samples(stores.catalog, settings, impact.dataset, impact.version, drop, request.id)
+        removed = takedown.remove_samples(
+            stores.catalog, settings, impact.dataset, impact.version, drop, request.id, engine=engine
+        )
+        checkpoint("takedown.version_made")
         name, tag = impact.release.split("@")
         successor = f"{name}@{tag}{suffix}"
         releases.publish(
-            stores.catalog, settings, successor, dataset=impact.dataset, version=removed.version, created_by=actor
+            stores.catalog,
+            settings,
+            successor,
+            dataset=impact.dataset,
+            version=removed.version,
+            created_by=actor,
+            qc_report=_successor_report(stores, settings, impact, drop, request.id),
+            gate=_inherited_gate(stores.catalog, impact.release),
+            override_reason=f"takedown request {request.id}: its successor is published whatever the gate says",
         )
+        checkpoint("takedown.successor_published")
+        for replica in impact.replicas:
+            if not replica.primary and replica.state == "verified":
+                copy_release(stores.catalog, settings, successor, replica.tier)
+        checkpoint("takedown.successor_copied")
         releases.withdraw(stores.catalog, impact.release, successor=successor, request_id=request.id)
+        checkpoint("takedown.withdrawn")
         done.append(
             S.Successor(
                 release=impact.release,
@@ -279,4 +345,86 @@ def apply(
         row = s.get(TakedownRequest, request.id)
         if row.state == "planned":
             row.state, row.applied_at = "applied", utcnow()
-    return S.TakedownApplied(request=get(stores.catalog, request.id), successors=done)
+    purged = purge_request(stores, settings, get(stores.catalog, request.id)) if purge else None
+    return S.TakedownApplied(request=get(stores.catalog, request.id), successors=done, purge=purged)
+
+
+def _inherited_gate(catalog: Catalog, ref: str) -> qc.GateConfig | None:
+    """The gate the withdrawn release was published through: the successor is measured against it and the
+    results are recorded, but a failure does not stop it (the removal is not optional; the override
+    names the request)."""
+    with catalog.session() as s:
+        record = queries.get_release(s, ref).gate
+    return qc.GateConfig.model_validate(record["conditions"]) if record else None
+
+
+def _successor_report(
+    stores: Stores, settings: Settings, impact: S.ReleaseImpact, drop: dict[str, list[str]], request_id: int
+) -> Callable[[Session, DatasetVersion], dict[str, Any] | None]:
+    """The successor's QC report from its predecessor's, minus the removed rows (read from the affected
+    files only): publishing it must not cost a pass over every text of the release."""
+
+    def report(s: Session, dv: DatasetVersion) -> dict[str, Any] | None:
+        old = queries.get_release(s, impact.release)
+        base = old.manifest.get("qc")
+        if not base:
+            return None
+        odv = old.dataset_version
+        removed = takedown.removed_rows(settings, odv.tier, odv.data_path, drop)
+        records = takedown.takedown_records("", 0, removed.column("sample_id").to_pylist(), request_id)
+        return qc.successor_report(s, dv, settings, base, removed, records)
+
+    return report
+
+
+# -- purge -----------------------------------------------------------------------------------------
+def purge_request(stores: Stores, settings: Settings, request: S.TakedownOut) -> S.TakedownPurged:
+    """Delete the request's samples' bytes everywhere (:mod:`lineage.releases.purge`), once nothing live
+    holds them and each successor's checksums pass on every tier that held the release it replaces.
+    Running it again finishes a killed purge, and after a finished one deletes nothing."""
+    if request.state == "planned":
+        raise Conflict(f"takedown request {request.id} is planned: apply it before purging")
+    still = plan(stores, request, sample_limit=5).releases
+    if still:
+        refs = ", ".join(f"{i.release} ({i.samples} samples)" for i in still)
+        raise Conflict(f"live releases still hold samples of takedown request {request.id}: {refs}; apply it again")
+    verified = _verify_successors(stores.catalog, settings, request.id)
+    checkpoint("purge.successors_verified")
+    report = purge_files(
+        stores.catalog,
+        settings,
+        lambda dataset: select_rows(stores, dataset, request.selector),
+        quarantine_filter(request.selector),
+        request.id,
+    )
+    stores.tables.clear()  # cached Delta versions may name deleted files
+    body = {**dataclasses.asdict(report), "successors_verified": verified}
+    with stores.catalog.session() as s:
+        row = s.get(TakedownRequest, request.id)
+        row.state, row.purged_at, row.purge_report = "purged", utcnow(), body
+    return S.TakedownPurged(request=get(stores.catalog, request.id), **body)
+
+
+def _verify_successors(catalog: Catalog, settings: Settings, request_id: int) -> list[str]:
+    """``TIER:SUCCESSOR`` for each tier a withdrawn release of the request had a verified copy on, each
+    read back and matched now; a successor missing from one of them, or not matching, stops the purge."""
+    with catalog.session() as s:
+        withdrawn = s.scalars(select(Release).where(Release.withdrawn_by == request_id).order_by(Release.id))
+        wanted = [
+            (r.ref, r.successor, sorted({x.tier for x in queries.replicas_of(s, r) if x.state == "verified"}))
+            for r in withdrawn
+        ]
+    checked = []
+    for ref, successor, tiers in wanted:
+        for tier in tiers:
+            try:
+                outcome = verify_release(catalog, settings, successor, tier)
+            except NotFound:
+                raise Conflict(
+                    f"{successor} has no copy on tier {tier}, where {ref} was: copy it there "
+                    f"(`lineage tier copy {successor} --to {tier}`) before purging"
+                ) from None
+            if outcome.state != "verified":
+                raise Conflict(f"{successor} on tier {tier} does not match its manifest: {outcome.problems}")
+            checked.append(f"{tier}:{successor}")
+    return checked

@@ -221,3 +221,20 @@ def test_release_detail_names_each_table_and_pinned_version(
         f["path"] for f in manifest["files"]
     )
     assert tables["data"].delta_version == 0 < DeltaTable(tier.uri(tables["data"].table)).version()
+
+
+def test_free_text_columns_get_no_statistics_in_the_log(tmp_path: Path) -> None:
+    """A statistic is a copy of a record's bytes that would outlive a purge of its file (issue #22):
+    ``text`` and ``meta`` get none; the columns readers prune on keep theirs."""
+    from storage.delta import describe_file
+    from storage.tier import local_tier
+
+    tier = local_tier(tmp_path, name="t")
+    (tmp_path / "tbl").mkdir()
+    pq.write_table(
+        pa.table({"sample_id": ["a", "b"], "text": ["secret one", "secret two"], "meta": ["{}", "{}"]}),
+        tmp_path / "tbl" / "f.parquet",
+    )
+    stats = describe_file(tier, "tbl", "f.parquet").stats
+    assert stats["minValues"] == {"sample_id": "a"} and stats["maxValues"] == {"sample_id": "b"}
+    assert "secret" not in json.dumps(stats)

@@ -13,7 +13,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table, Text, create_engine, inspect, text
 
-from lineage.catalog import Catalog, Dataset, Release, ReleaseRead
+from lineage.catalog import Catalog, Dataset, Release, ReleaseRead, queries
 from lineage.catalog.db import MIGRATIONS_DIR
 from lineage.catalog.migrations import HEAD
 from lineage.catalog.models import Base
@@ -205,4 +205,18 @@ def test_releases_published_before_contamination_checks_have_none(
         (release,) = s.query(Release).all()
         assert release.contamination_checks == {} and release.ref == "d@v1"
     assert {"eval_sets", "eval_set_versions"} <= set(inspect(catalog.engine).get_table_names())
+    catalog.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_versions_and_exports_from_before_purge_are_readable(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """0009 adds ``purged_by`` to dataset versions and exports (none: never purged) and a takedown's
+    ``purge_report``; an existing version stays readable."""
+    catalog = Catalog(_catalog_at("0004_release_read_recorder", backend, tmp_path, request))
+    with catalog.session() as s:
+        (release,) = s.query(Release).all()
+        assert release.dataset_version.purged_by is None
+        assert queries.require_data(release.dataset_version) is release.dataset_version
     catalog.dispose()

@@ -123,3 +123,45 @@ def test_the_takedown_commands_as_a_user_runs_them(client: Client, settings: Set
         f"clean@v1-td{request_id}, or give an override reason (it is recorded)"
     ]
     assert "wrote" in lineage(home, "export", "clean@v1", "--out", str(tmp_path / "e"), "--override", "audit").stdout
+
+
+@pytest.mark.parametrize("selector", [{"sample_ids": [CURL]}, {"source": {"dataset": "raw", "path": "sub/*"}}])
+def test_the_successors_qc_report_is_the_full_one_without_reading_every_text(
+    client: Client, settings: Settings, selector: dict
+) -> None:
+    """The successor's report is derived from its predecessor's minus the removed rows; it equals the
+    report built from the successor's data and whole lineage (what publishing any version computes)."""
+    from lineage.catalog.queries import dataset_version
+    from lineage.releases.qc import build_report
+
+    request = client.create_takedown(selector, kind="other", reason="x")
+    (done,) = client.apply_takedown(request.id).successors
+    with client.service.catalog.session() as s:
+        full = build_report(s, dataset_version(s, "clean", done.version), settings)
+    stored = client.get_quality(done.successor).report
+    assert stored is not None and _same(stored.model_dump(), full)
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), (a.keys(), b.keys())
+        return all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), (a, b)
+        return all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b), (a, b)
+        return True
+    assert a == b, (a, b)
+    return True
+
+
+def test_the_successor_is_measured_by_its_predecessors_gate_which_does_not_stop_it(client: Client) -> None:
+    """A gate the successor fails (fewer samples than the minimum) is recorded as overridden by the request."""
+    client.create_release("clean@gated", gate={"min_samples": client.get_release("clean@v1").row_count})
+    request = client.create_takedown({"sample_ids": [CURL]}, kind="privacy", reason="x")
+    applied = {s.release: s.successor for s in client.apply_takedown(request.id).successors}
+    gate = client.get_release(applied["clean@gated"]).gate
+    assert gate is not None and gate.results[0].condition == "min_samples" and not gate.results[0].passed
+    assert gate.override is not None and f"takedown request {request.id}" in gate.override.reason
+    assert client.get_release(applied["clean@v1"]).gate is None  # no gate before, none after

@@ -1,0 +1,335 @@
+"""Benchmark applying a takedown (issue #22, item 6): 1,000 samples spread over 5% of a release's files.
+
+1. Builds (once; reused from ``benchmarks/.work/takedown-apply/``) a release of N samples (default 5M)
+   with the project's own writers (``benchmarks/api.py``'s builder: ``PartWriter``, ``commit_snapshot``,
+   lineage rows, a dataset version and a release in the catalog), in data files of 15,000 samples,
+   with texts of a few hundred bytes (Debian package descriptions from ``examples/data``, each
+   followed by its sample id, so no two are equal). It records one takedown request: 1,000 sample ids
+   drawn from 5% of the data files, chosen at random.
+2. Each side runs on a fresh copy of that state (catalog and tier): Parquet data files are hard-linked
+   (Delta never changes a data file in place), everything else (the SQLite catalog, Delta logs) is
+   copied. So every side starts from the same bytes, and what it writes is found as new files.
+   - ours, in-process: ``Service.apply_takedown`` (a new service; only the call is timed);
+   - ours, as a user runs it: ``lineage takedown apply ID --json`` as a whole process, start-up included;
+   - the baseline a user would write: read every file of the table, filter the ids out, write a new
+     Delta version with ``deltalake.write_deltalake(..., mode="overwrite")`` (streamed);
+   - a second reference: delta-rs's own ``DeltaTable.delete(predicate)``.
+3. Bytes written are the sizes of the files each side created (or changed) under the copy, found by
+   comparing the copy's files before and after; the catalog database is reported apart.
+
+No eval set is registered, so the contamination check that publishing the successor runs reads every
+text but probes nothing: with eval sets, that step costs more than it does here.
+
+Targets: ours (in-process and the CLI) at least 10x faster than the full rewrite, and the bytes ours
+writes in proportion to the affected files (at most 1.5x their size). Exits 1 when one fails. Prints
+the machine's 1-minute load average.
+
+Usage: python benchmarks/takedown.py [--samples 5000000] [--rebuild] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy import select
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import REPO, WORK, read_corpus, run_measured  # noqa: E402
+
+import api as synthetic  # noqa: E402  (its release builder)
+from lineage.catalog import DatasetVersion  # noqa: E402
+from lineage.settings import Settings  # noqa: E402
+from storage.layout import DatasetTables  # noqa: E402
+
+ROOT = WORK / "takedown-apply"
+FILE_ROWS = 15_000  # samples per data file
+AFFECTED_SAMPLES = 1_000
+AFFECTED_FILE_SHARE = 0.05
+SPEED_TARGET = 10.0
+BYTES_TARGET = 1.5  # ours may write at most this many times the affected files' bytes
+CATALOG_FILES = ("catalog.db", "catalog.db-wal", "catalog.db-journal", "catalog.db-shm")
+DATA_TABLE = DatasetTables.for_dataset(synthetic.DATASET).data
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def corpus_texts(seed: int = 5) -> synthetic.TextMaker:
+    """Texts of realistic size: a Debian package description (cut at 1,000 characters) and the sample id."""
+    pool = pa.array([doc["text"][:1000] for doc in read_corpus()], pa.string())
+    rng = np.random.default_rng(seed)
+
+    def make(ids: pa.Array, _pos: np.ndarray) -> pa.Array:
+        picked = pool.take(pa.array(rng.integers(0, len(pool), size=len(ids))))
+        return pc.binary_join_element_wise(picked, "\n\n[sample ", ids, "]", "")
+
+    return make
+
+
+# -- the state every side starts from --------------------------------------------------------------
+def build(samples: int, rebuild: bool) -> tuple[Path, dict]:
+    base = ROOT / f"base-{samples}"
+    marker = base / "bench.json"
+    if not rebuild and marker.exists():
+        print(f"reusing the release under {base} (--rebuild to rebuild)")
+        return base, json.loads(marker.read_text())
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    settings = Settings(home=base)
+    print(f"building a release of {samples:,} samples ({FILE_ROWS:,} per file) under {base}", flush=True)
+    synthetic.build_release(samples, settings, data_file_rows=FILE_ROWS, make_text=corpus_texts())
+
+    from lineage.service.core import Service
+
+    service = Service(settings)
+    with service.catalog.session() as s:
+        dv = s.scalars(select(DatasetVersion)).one()
+        key = (dv.tier, dv.data_path, dv.data_delta_version)
+    rows = service.tables.get(*key).dataset.to_table(columns=["sample_id", "__filename"])
+    files = sorted(pc.unique(rows.column("__filename")).to_pylist())
+    rng = random.Random(17)
+    chosen = sorted(rng.sample(files, max(1, round(AFFECTED_FILE_SHARE * len(files)))))
+    ids: list[str] = []
+    for k, path in enumerate(chosen):
+        in_file = rows.filter(pc.equal(rows.column("__filename"), path)).column("sample_id").to_pylist()
+        want = AFFECTED_SAMPLES // len(chosen) + (k < AFFECTED_SAMPLES % len(chosen))
+        ids += rng.sample(in_file, want)
+    request = service.create_takedown(
+        {"selector": {"sample_ids": ids}, "kind": "opt_out", "reason": "benchmarks/takedown.py"}, actor="bench"
+    )
+    service.close()
+    facts = {
+        "request_id": request.id,
+        "ids": ids,
+        "files": len(files),
+        "rows": rows.num_rows,
+        "affected_files": chosen,
+    }
+    marker.write_text(json.dumps(facts))
+    return base, facts
+
+
+def fresh_copy(base: Path, name: str) -> Path:
+    """A copy of ``base`` that a side may change: data files hard-linked, everything else copied."""
+    dest = ROOT / "runs" / name
+    shutil.rmtree(dest, ignore_errors=True)
+    for folder, _dirs, names in os.walk(base):
+        rel = Path(folder).relative_to(base)
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for n in names:
+            src, dst = Path(folder) / n, dest / rel / n
+            if n.endswith(".parquet") and "_delta_log" not in src.parts:
+                os.link(src, dst)
+            else:
+                shutil.copy2(src, dst)
+    return dest
+
+
+def files_of(home: Path) -> dict[str, tuple[int, int, int]]:
+    """Every file under ``home``: relative path -> (inode, size, mtime in ns)."""
+    out = {}
+    for folder, _dirs, names in os.walk(home):
+        for n in names:
+            p = Path(folder) / n
+            st = p.stat()
+            out[str(p.relative_to(home))] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def written(before: dict[str, tuple[int, int, int]], home: Path) -> dict[str, int]:
+    """Bytes of the files created or changed since ``before``: data Parquet, Delta logs, other, catalog."""
+    out = {"data": 0, "log": 0, "other": 0, "catalog": 0, "data_files": 0, "files": 0}
+    for rel, (ino, size, mtime) in files_of(home).items():
+        if before.get(rel) == (ino, size, mtime):
+            continue
+        if rel in CATALOG_FILES:
+            out["catalog"] += size - (before[rel][1] if rel in before else 0)
+            continue
+        kind = "log" if "_delta_log" in rel else "data" if rel.startswith(f"data/{DATA_TABLE}/") else "other"
+        out[kind] += size
+        out["data_files" if kind == "data" else "files"] += 1
+    out["total"] = out["data"] + out["log"] + out["other"]
+    return out
+
+
+def remaining(table_uri: str, ids: list[str], version: int | None = None) -> tuple[int, int]:
+    """(rows, rows among ``ids``) of a Delta version."""
+    from deltalake import DeltaTable
+
+    ds = DeltaTable(table_uri, version=version).to_pyarrow_dataset()
+    return ds.count_rows(), ds.count_rows(filter=pc.field("sample_id").isin(ids))
+
+
+# -- the sides -------------------------------------------------------------------------------------
+def ours_in_process(home: Path, request_id: int, profile: bool = False) -> tuple[float, object, str]:
+    from lineage.service.core import Service
+
+    service = Service(Settings(home=home))
+    profiler = cProfile.Profile() if profile else None
+    t = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
+    applied = service.apply_takedown(request_id, actor="bench")
+    if profiler is not None:
+        profiler.disable()
+    wall = time.perf_counter() - t
+    service.close()
+    report = ""
+    if profiler is not None:
+        buf = io.StringIO()
+        pstats.Stats(profiler, stream=buf).sort_stats("cumulative").print_stats(30)
+        report = buf.getvalue()
+    return wall, applied, report
+
+
+def ours_cli(home: Path, request_id: int) -> tuple[float, dict]:
+    env = {"LINEAGE_HOME": str(home), "PYTHONPATH": str(REPO)}
+    run = run_measured([sys.executable, "-m", "lineage", "takedown", "apply", str(request_id), "--json"], env=env)
+    if run.returncode != 0:
+        raise SystemExit(f"lineage takedown apply failed:\n{run.output}")
+    return run.wall_s, json.loads(run.output[run.output.index("{") :])
+
+
+def full_rewrite(home: Path, ids: list[str]) -> float:
+    """What a user without takedown support writes: read everything, filter, overwrite the table."""
+    from deltalake import DeltaTable, write_deltalake
+
+    uri = str(home / "data" / DATA_TABLE)
+    t = time.perf_counter()
+    ds = DeltaTable(uri).to_pyarrow_dataset()
+    reader = ds.scanner(filter=~pc.field("sample_id").isin(ids)).to_reader()
+    write_deltalake(uri, reader, mode="overwrite")
+    return time.perf_counter() - t
+
+
+def delta_delete(home: Path, ids: list[str]) -> tuple[float, dict]:
+    from deltalake import DeltaTable
+
+    uri = str(home / "data" / DATA_TABLE)
+    predicate = "sample_id IN (" + ", ".join(f"'{i}'" for i in ids) + ")"
+    t = time.perf_counter()
+    metrics = DeltaTable(uri).delete(predicate)
+    return time.perf_counter() - t, metrics
+
+
+# -- main ------------------------------------------------------------------------------------------
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--samples", type=int, default=5_000_000)
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="also profile the in-process apply (own copy)")
+    args = parser.parse_args()
+    for var in ("LINEAGE_CONFIG", "LINEAGE_CATALOG_URL", "LINEAGE_HOME"):
+        os.environ.pop(var, None)
+
+    base, facts = build(args.samples, args.rebuild)
+    ids, request_id = facts["ids"], facts["request_id"]
+    base_files = files_of(base)
+    affected_bytes = sum(base_files[f"data/{DATA_TABLE}/{p}"][1] for p in facts["affected_files"])
+    table_bytes = sum(s for rel, (_i, s, _m) in base_files.items() if rel.startswith(f"data/{DATA_TABLE}/run-"))
+    print(
+        f"release {synthetic.RELEASE}: {facts['rows']:,} samples in {facts['files']} data files "
+        f"({table_bytes / 2**20:,.1f} MiB); request {request_id}: {len(ids):,} ids in "
+        f"{len(facts['affected_files'])} files ({affected_bytes / 2**20:,.1f} MiB); load {_load():.2f} (2 cores)",
+        flush=True,
+    )
+
+    results: list[tuple[str, float, dict, float]] = []
+    checks: list[str] = []
+
+    def side(name: str, run) -> tuple[Path, object]:  # type: ignore[no-untyped-def]
+        home = fresh_copy(base, name)
+        before = files_of(home)
+        load = _load()
+        wall, out = run(home)
+        results.append((name, wall, written(before, home), load))
+        print(f"  {name}: {wall:.2f} s", flush=True)
+        return home, out
+
+    uri_of = lambda home: str(home / "data" / DATA_TABLE)  # noqa: E731
+    home, applied = side("ours, in-process", lambda h: ours_in_process(h, request_id)[:2])
+    succ = applied.successors
+    ok = len(succ) == 1 and succ[0].samples_removed == len(ids)
+    rows, left = remaining(uri_of(home), ids)
+    checks.append(f"ours, in-process: {succ[0].samples_removed if succ else 0:,} removed, {left} of the ids left")
+    ok = ok and left == 0 and rows == facts["rows"] - len(ids)
+
+    home, cli = side("ours, `lineage takedown apply`", lambda h: ours_cli(h, request_id))
+    rows, left = remaining(uri_of(home), ids)
+    removed = sum(s["samples_removed"] for s in cli["successors"])
+    checks.append(f"ours, CLI: {removed:,} removed, {left} of the ids left")
+    ok = ok and removed == len(ids) and left == 0 and rows == facts["rows"] - len(ids)
+
+    home, _ = side("baseline: full rewrite (write_deltalake)", lambda h: (full_rewrite(h, ids), None))
+    rows, left = remaining(uri_of(home), ids)
+    checks.append(f"full rewrite: {facts['rows'] - rows:,} removed, {left} of the ids left")
+    ok = ok and left == 0 and rows == facts["rows"] - len(ids)
+
+    home, metrics = side("reference: DeltaTable.delete", lambda h: delta_delete(h, ids))
+    rows, left = remaining(uri_of(home), ids)
+    checks.append(f"delta-rs delete: {facts['rows'] - rows:,} removed, {left} of the ids left; {metrics}")
+    ok = ok and left == 0 and rows == facts["rows"] - len(ids)
+
+    profile = ""
+    if args.profile:
+        home = fresh_copy(base, "profile")
+        _w, _a, profile = ours_in_process(home, request_id, profile=True)
+        shutil.rmtree(home, ignore_errors=True)
+    shutil.rmtree(ROOT / "runs", ignore_errors=True)
+
+    rewrite_s = results[2][1]
+    print()
+    print(
+        "| side | wall s | speed-up vs full rewrite | bytes written | data Parquet | Delta logs | other | data files "
+        "| catalog grew | load at start |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, wall, w, load in results:
+        print(
+            f"| {name} | {wall:.2f} | {rewrite_s / wall:.2f}x | {w['total'] / 2**20:,.2f} MiB "
+            f"| {w['data'] / 2**20:,.2f} MiB | {w['log'] / 2**20:,.2f} MiB | {w['other'] / 2**20:,.2f} MiB "
+            f"| {w['data_files']} | {w['catalog'] / 2**10:,.0f} KiB | {load:.2f} |"
+        )
+    print(f"\naffected files: {len(facts['affected_files'])} of {facts['files']}, {affected_bytes / 2**20:,.2f} MiB")
+    for line in checks:
+        print(f"check: {line}")
+    if profile:
+        print("\nprofile of Service.apply_takedown (cumulative):\n" + profile)
+    print(f"load average after: {_load():.2f}")
+
+    failed = [] if ok else ["a side did not remove exactly the request's samples"]
+    for name, wall, w, _ in results[:2]:
+        ratio = rewrite_s / wall
+        print(f"{name}: {ratio:.1f}x faster than the full rewrite (target >= {SPEED_TARGET:.0f}x)")
+        if ratio < SPEED_TARGET:
+            failed.append(f"{name} is {ratio:.1f}x faster than the full rewrite, not {SPEED_TARGET:.0f}x")
+        share = w["total"] / affected_bytes
+        print(
+            f"{name}: wrote {w['total'] / 2**20:,.2f} MiB for {affected_bytes / 2**20:,.2f} MiB of affected files "
+            f"({share:.2f}x; target <= {BYTES_TARGET}x)"
+        )
+        if share > BYTES_TARGET:
+            failed.append(f"{name} wrote {share:.2f}x the affected files' bytes, not <= {BYTES_TARGET}x")
+    for f in failed:
+        print(f"FAILED: {f}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
