@@ -3,7 +3,7 @@
 Protocol (README, "The commit protocol"):
 
 1. plan the run (``pipelines.execute.plan``) and resolve its inputs: raw files are planned by
-   ``pipelines.execute.plan_source``, dataset versions and the published releases a cluster step
+   ``pipelines.sources.plan_source``, dataset versions and the published releases a cluster step
    dedupes against come from the catalog (:mod:`lineage.catalog.queries`);
 2. insert the run row with status ``running``;
 3. ``pipelines.execute.execute`` runs the engine, checks its output and commits the Delta tables,
@@ -39,6 +39,7 @@ from operators.schema import SAMPLE_SCHEMA
 from pipelines import execute
 from pipelines.engines import DatasetInput, PublishedRelease, SourceInput, check_engine
 from pipelines.engines.base import ProgressFn, _no_progress
+from pipelines.sources import plan_source
 from pipelines.spec import PipelineSpec
 from storage.layout import check_name, run_prefix
 from storage.tier import get_tier
@@ -117,7 +118,7 @@ class Runner:
         for position, inp in enumerate(spec.inputs):
             check_name(inp.dataset)
             if inp.is_raw:
-                source, record = execute.plan_source(inp, position, spec.base_dir, run_id, self.settings)
+                source, record = plan_source(inp, position, spec.base_dir, run_id, self.settings)
                 sources.append(source)
                 recorded.append(record)
             else:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -24,7 +23,6 @@ import pyarrow.dataset as pads
 
 from operators import registry
 from operators.base import ClusterOperator, Operator
-from operators.convert import ConvertOperator, SourceSpec, plan_chunks
 from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.config import ExecutionConfig
@@ -33,16 +31,14 @@ from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.faults import checkpoint
 from pipelines.integrity import RunError, check_output_rows, duplicate_ids
 from pipelines.progress import TOTAL
-from pipelines.spec import InputSpec, PipelineSpec
+from pipelines.spec import PipelineSpec
 from storage.config import TierConfigs
 from storage.delta import DataFile, commit_snapshot, describe_file
-from storage.errors import Invalid, MissingFile
+from storage.errors import Invalid
 from storage.layout import DatasetTables, check_name, run_prefix
-from storage.tier import Tier, get_tier, local_tier
+from storage.tier import Tier, get_tier
 
 log = logging.getLogger(__name__)
-
-RAW_SOURCE_VERSION = 0  # source_version of samples read straight from raw files by a run
 
 
 @dataclass(frozen=True)
@@ -77,46 +73,6 @@ def plan(spec: PipelineSpec, run_id: str, tiers: TierConfigs) -> Plan:
     if len(clusters) > 1:
         raise Invalid("a pipeline can have at most one near-duplicate (cluster) step")
     return Plan(run_id, spec.output.dataset, tier, tables, operators, clusters[0] if clusters else None)
-
-
-def _glob_root(path: str) -> tuple[str, str]:
-    """Split a local path into (existing folder to root a tier at, pattern relative to it)."""
-    parts = Path(path).parts
-    for i, part in enumerate(parts):
-        if set("*?[") & set(part):
-            return str(Path(*parts[:i])), "/".join(parts[i:])
-    p = Path(path)
-    return (str(p.parent), p.name) if p.is_file() else (str(p), "")
-
-
-def resolve_source(inp: InputSpec, base_dir: Path | None, tiers: TierConfigs) -> SourceSpec:
-    assert inp.path is not None
-    if inp.tier is not None:
-        return SourceSpec(inp.dataset, get_tier(inp.tier, tiers), inp.path, inp.format)
-    path = Path(inp.path).expanduser()
-    if not path.is_absolute():
-        path = (base_dir or Path.cwd()) / path
-    if path.is_symlink() and path.is_file():
-        # A link named as the input is what the user chose to read: the throw-away tier is rooted
-        # at its target's folder, and the file keeps the link's name. Links *inside* a root that
-        # lead out of it are refused (storage.links).
-        target = path.resolve()
-        return SourceSpec(inp.dataset, local_tier(target.parent), target.name, inp.format, name=path.name)
-    root, pattern = _glob_root(str(path))
-    if not Path(root).is_dir():
-        raise MissingFile(f"input {inp.dataset!r}: no such file or folder: {path}")
-    return SourceSpec(inp.dataset, local_tier(root), pattern, inp.format)
-
-
-def plan_source(
-    inp: InputSpec, position: int, base_dir: Path | None, run_id: str, tiers: TierConfigs
-) -> tuple[SourceInput, dict[str, Any]]:
-    """A raw input planned as chunks for its convert step, and what the run records about it."""
-    src = resolve_source(inp, base_dir, tiers)
-    chunks = plan_chunks(src, RAW_SOURCE_VERSION)
-    convert = ConvertOperator(inp.convert_params(), run_id=run_id)
-    recorded = {"kind": "files", "dataset": inp.dataset, "uri": src.tier.uri(src.pattern), "files": chunks.num_rows}
-    return SourceInput(chunks, convert, position), recorded
 
 
 def execute(

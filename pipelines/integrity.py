@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import pyarrow as pa
-import pyarrow.dataset as pads
 
 from pipelines.config import ExecutionConfig
 from storage.errors import RunFailed
 from storage.tier import Tier
+
+if TYPE_CHECKING:
+    import duckdb
 
 EXAMPLES = 5  # duplicated ids an error names
 COPIES = 3  # origins it names per id
@@ -57,6 +58,10 @@ def check_unique_ids(tier: Tier, paths: Sequence[str], config: ExecutionConfig) 
     """Fail the run if two ingested samples share a ``sample_id``; ``paths`` (``tier.path`` form) hold their ids."""
     if not paths:
         return
+    # start-up: DuckDB, and pyarrow.dataset (which loads pandas), only when a run checks its ids
+    import duckdb
+    import pyarrow.dataset as pads
+
     config.staging_dir.mkdir(parents=True, exist_ok=True)
     with (
         tempfile.TemporaryDirectory(prefix="ids-spill-", dir=config.staging_dir) as spill,

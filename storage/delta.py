@@ -21,10 +21,9 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Schema
@@ -32,6 +31,9 @@ from deltalake.exceptions import TableNotFoundError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from storage.tier import Tier
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads  # start-up: it imports pandas; deltalake loads it when a dataset is made
 
 log = logging.getLogger(__name__)
 

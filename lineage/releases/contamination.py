@@ -23,7 +23,6 @@ from lineage.catalog.models import utcnow
 from lineage.catalog.queries import evalset_leaves, evalset_version, get_release
 from lineage.errors import NotFound
 from lineage.settings import Settings
-from operators.contamination.operator import is_contaminated, load_index
 from operators.contamination.params import NgramParams
 from storage.delta import version_dataset
 from storage.tier import get_tier
@@ -73,6 +72,8 @@ def check_version(
     coverage: str = "item",
 ) -> dict[str, Any]:
     """The contamination report of ``dv`` against ``sources`` (see the module)."""
+    from operators.contamination.operator import is_contaminated, load_index  # start-up: numba kernels
+
     index = load_index(tuple(sources), params or NgramParams())
     items: dict[str, dict[str, list[str]]] = {s["evalset"]: defaultdict(list) for s in sources}
     samples: dict[str, set[str]] = {s["evalset"]: set() for s in sources}

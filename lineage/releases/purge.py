@@ -33,11 +33,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from sqlalchemy import select
@@ -57,9 +56,19 @@ from storage.delta import commit_snapshot, describe_file, strip_log_statistics, 
 from storage.layout import DatasetTables, run_prefix
 from storage.tier import Tier, get_tier
 
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
+
 log = logging.getLogger(__name__)
 
-RowsOf = Callable[[pads.Dataset], pa.Table]  # the request's samples in a dataset: sample_id, __filename
+
+def _in_memory(rows: pa.Table) -> pads.Dataset:
+    import pyarrow.dataset as pads  # start-up: it imports pandas
+
+    return pads.dataset(rows)
+
+
+RowsOf = Callable[["pads.Dataset"], pa.Table]  # the request's samples in a dataset: sample_id, __filename
 Key = tuple[str, str]  # (tier, table path)
 
 
@@ -120,6 +129,8 @@ def _parquet_files(tier: Tier, table: str) -> list[str]:
 
 
 def _scan(tier: Tier, table: str, files: list[str], schema: pa.Schema) -> pads.Dataset:
+    import pyarrow.dataset as pads  # start-up: it imports pandas
+
     fs = pafs.SubTreeFileSystem(tier.path(table), tier.filesystem)
     return pads.dataset(files, schema=schema, format="parquet", filesystem=fs)
 
@@ -260,7 +271,7 @@ def _without_rows(
             continue
         with tier.filesystem.open_input_file(tier.path(table, f["path"])) as handle:
             rows = pq.read_table(handle).select(schema.names).cast(schema)
-        left = pads.dataset(rows).to_table(filter=~expr)
+        left = _in_memory(rows).to_table(filter=~expr)
         if not left.num_rows:
             continue
         writer = PartWriter(

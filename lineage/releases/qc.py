@@ -12,7 +12,6 @@ import json
 from html import escape
 from typing import Annotated, Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,10 +23,6 @@ from lineage.catalog.queries import dataset_version
 from lineage.errors import GateFailed, Invalid, validation_problems
 from lineage.settings import Settings
 from operators import registry
-from operators.quality.base import QualityOperator
-from operators.quality.names import operator_name
-from operators.quality.report import rule_counts
-from operators.quality.scripts import script_counts
 from storage import names
 from storage.delta import version_dataset
 from storage.tier import get_tier
@@ -61,6 +56,8 @@ class GateConfig(BaseModel):
     @field_validator("required_rule_sets")
     @classmethod
     def _one_name(cls, names: list[str]) -> list[str]:
+        from operators.quality.names import operator_name  # start-up: operators.quality loads numba kernels
+
         return [operator_name(name) for name in names]  # an old rule-set name: warned, and mapped
 
     @classmethod
@@ -79,6 +76,8 @@ importable): ``GateFailed.of(failures)`` names each failed condition with its me
 
 
 def _rule_table(lineage: Any) -> list[dict[str, Any]]:
+    from operators.quality.report import rule_counts  # start-up: numba kernels
+
     parts = [rule_counts(b) for b in lineage.to_batches(columns=["operator", "verdict", "reason", "detail"])]
     parts = [p for p in parts if p.num_rows]
     if not parts:
@@ -112,6 +111,8 @@ def _chain_operators(session: Session, run: Run | None, seen: set[str] | None = 
 def rule_sets_of(operator_names: list[str]) -> list[str]:
     """The quality operators among ``operator_names``, by their one name: the report's ``rule_sets``,
     which a gate's ``required_rule_sets`` checks."""
+    from operators.quality.base import QualityOperator  # start-up: numba kernels
+
     found = []
     for name in operator_names:
         try:
@@ -129,11 +130,15 @@ def _length_histogram(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _script_totals(texts: pa.Array | pa.ChunkedArray) -> dict[str, int]:
+    from operators.quality.scripts import script_counts  # start-up: numba kernels
+
     counts = script_counts(texts)
     return {name: int(pc.sum(counts[name]).as_py() or 0) for name in counts.column_names}
 
 
 def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> dict[str, Any]:
+    import duckdb  # start-up: only when a report is built
+
     tier = get_tier(dv.tier, settings)
     data = version_dataset(tier, dv.data_path, dv.data_delta_version)
     lineage = version_dataset(tier, dv.lineage_path, dv.lineage_delta_version)
@@ -204,6 +209,8 @@ def successor_report(
     column, where :func:`build_report` reads every text and the whole lineage: a takedown of a thousand
     samples must not cost a pass over a large release. ``base`` must carry ``script_letters`` (reports
     since issue #22); an older one gives None, and the caller builds the report in full."""
+    from operators.quality.report import rule_counts  # start-up: numba kernels
+
     if "script_letters" not in base:
         return None
     texts = removed.column("text")

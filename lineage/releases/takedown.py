@@ -23,7 +23,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from sqlalchemy import func, select
@@ -262,6 +261,8 @@ def takedown_records(run_id: str, step: int, ids: list[str], request_id: int) ->
 def removed_rows(settings: Settings, tier_name: str, table: str, drop: dict[str, list[str]]) -> pa.Table:
     """``text``, ``content_hash`` and ``source_dataset`` of the samples ``drop`` names, read from the old
     version's affected files only (what the successor's QC report subtracts)."""
+    import pyarrow.dataset as pads  # start-up: it imports pandas
+
     tier = get_tier(tier_name, settings)
     ids = pa.array(sorted(i for file_ids in drop.values() for i in file_ids), pa.string())
     columns = ["sample_id", "text", "content_hash", "source_dataset"]

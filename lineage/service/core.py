@@ -10,8 +10,10 @@ calls), which the HTTP layer maps to 4xx answers.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,16 +59,35 @@ class Service:
 
     def __init__(self, settings: Settings | None = None, catalog: Catalog | None = None) -> None:
         self.settings = settings or get_settings()
-        self.catalog = catalog or Catalog(self.settings.catalog_url or "")
+        self._catalog = catalog
+        self._opening = threading.Lock()
         self.tables = TableCache(self.settings)
         self.duck = Duck(self.settings, threads=2)  # scans over whole versions (diffs, source counts)
         self.lookups = Duck(self.settings, threads=1)  # point lookups
-        self.stores = samples.Stores(self.catalog, self.tables, self.duck, self.lookups)
         self.graph_cache = openlineage.GraphCache()
-        self.tokens = auth.TokenStore(self.catalog, self.settings.api_token_cache_seconds)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog, opened (and migrated) at its first use: an operation that never touches it, such as
+        ``dedupe_files``, does not pay for SQLAlchemy's engine and Alembic. A catalog that cannot be opened
+        is refused there, inside the operation, on every surface."""
+        if self._catalog is None:
+            with self._opening:
+                if self._catalog is None:
+                    self._catalog = Catalog(self.settings.catalog_url or "")
+        return self._catalog
+
+    @functools.cached_property
+    def stores(self) -> samples.Stores:
+        return samples.Stores(self.catalog, self.tables, self.duck, self.lookups)
+
+    @functools.cached_property
+    def tokens(self) -> auth.TokenStore:
+        return auth.TokenStore(self.catalog, self.settings.api_token_cache_seconds)
 
     def close(self) -> None:
-        self.catalog.dispose()
+        if self._catalog is not None:
+            self._catalog.dispose()
 
     def warm(self, max_versions: int = 32) -> None:
         """Load what the first requests would otherwise wait for: the lineage graph, and the opened

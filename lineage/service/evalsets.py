@@ -285,7 +285,7 @@ def _input_digest(service: Service, source: dict[str, Any], base_dir: Path | Non
     "the same content" means for registering a version again."""
     # start-up: the planners load pyarrow and the convert operator's readers
     from operators.convert.plan import plan_chunks
-    from pipelines.execute import resolve_source
+    from pipelines.sources import resolve_source
     from pipelines.spec import InputSpec
     from storage import links
 

@@ -17,17 +17,19 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from lineage.settings import Settings
 from storage.delta import open_version
 from storage.tier import get_tier
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow.dataset as pads
 
 log = logging.getLogger(__name__)
 KEY = "sample_id"
@@ -116,6 +118,8 @@ class VersionTable:
             return self._pyarrow(files, key, columns)
         if self.reader == "duckdb":
             return self._duckdb(local, key, columns, duck)
+        import duckdb  # start-up: the service loads DuckDB at its first scan
+
         self._pyarrow(files, key, columns)  # warm up both readers (footers, extension) before timing
         try:
             self._duckdb(local, key, columns, duck)
@@ -197,6 +201,8 @@ class TableCache:
         lo_col, hi_col = f"min.{KEY}", f"max.{KEY}"
         ranged: list[tuple[str, str, FileIndex]] = []
         unranged: list[FileIndex] = []
+        import pyarrow.dataset as pads  # start-up: it imports pandas
+
         fmt = pads.ParquetFileFormat()
         local_root = tier.path(path) if tier.kind == "posix" else None
         for row in actions.to_pylist():
@@ -226,6 +232,8 @@ class Duck:
     def _connection(self) -> duckdb.DuckDBPyConnection:
         con = getattr(self._local, "con", None)
         if con is None:
+            import duckdb  # start-up: the service loads DuckDB at its first scan
+
             con = duckdb.connect(config={"threads": self.threads, "memory_limit": self.settings.duckdb_memory_limit})
             self._local.con = con
         return con

@@ -14,11 +14,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -34,6 +33,9 @@ from lineage.service.errors import BadRequest, NotFound
 from lineage.service.samples import Stores
 from lineage.settings import Settings
 from pipelines.faults import checkpoint
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 _SOURCE_COLUMNS = ("source_dataset", "source_uri", "source_path")
 

@@ -31,8 +31,12 @@ import pyarrow as pa
 
 from operators.contamination.params import NgramParams
 from operators.contamination.units import CHAR, WORD, Units, cjk_documents, folded, unit_text, units
+from operators.minhash import _jit
 from operators.minhash._hashing import GOLDEN
 from operators.minhash.shingle import fmix64
+
+# these kernels call the near-dedupe package's: numba must see those as dispatchers when it compiles
+_jit.make_all()
 
 _SEP = {WORD: " ", CHAR: ""}
 

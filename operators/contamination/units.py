@@ -24,9 +24,13 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from operators.minhash import _jit
 from operators.minhash._hashing import FNV_OFFSET, FNV_PRIME
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.shingle import _decode, _is_cjk_doc, fmix64, is_cjk, is_space, string_buffers
+
+# these kernels call the near-dedupe package's: numba must see those as dispatchers when it compiles
+_jit.make_all()
 
 WORD, CHAR = 0, 1
 

@@ -53,6 +53,10 @@ class ConvertParams(Params):
         object.__setattr__(self, "text_fields", tuple(self.text_fields))
 
 
+# ``json.dumps(rest, ensure_ascii=False, default=str)``, the serialisation of ``meta``, with its encoder
+# made once instead of per record (the same class and options, so the same bytes)
+_META = json.JSONEncoder(ensure_ascii=False, default=str)
+
 # sample columns that fill ``detail.source``, in SOURCE_DETAIL's field order
 _SOURCE_COLUMNS = ("source_dataset", "source_version", "source_uri", "source_path", "source_row", "source_offset")
 
@@ -71,8 +75,8 @@ def _field_text(value: object, join: str) -> str:
 class _Builder:
     """Accumulates one output batch worth of samples and quarantine rows for one chunk."""
 
-    def __init__(self, chunk: dict, tier: Tier, params: ConvertParams, run_id: str) -> None:
-        self.chunk, self.params, self.run_id = chunk, params, run_id
+    def __init__(self, chunk: dict, tier: Tier, params: ConvertParams, run_id: str, hashes: bool = True) -> None:
+        self.chunk, self.params, self.run_id, self.hashes = chunk, params, run_id, hashes
         # a file whose name the tier refuses has no URI of its own: its row points at the tier root
         self.uri = tier.uri() if chunk["refused"] is not None else tier.uri(chunk["path"])
         self.samples: dict[str, list] = {name: [] for name in SAMPLE_SCHEMA.names}
@@ -145,7 +149,7 @@ class _Builder:
                 return "", "", None, "invalid_id", f"id field {p.id_field!r} is {type(record_id).__name__}"
             key = sample_key_from_id(record_id)
         try:
-            meta = json.dumps(rest, ensure_ascii=False, default=str) if rest else None
+            meta = _META.encode(rest) if rest else None
         except RecursionError:  # the reader parsed it, a few frames higher up the stack
             return "", "", None, "nesting_too_deep", "the record's other fields nest too deeply to serialise"
         return text, key, meta, None, None
@@ -158,7 +162,7 @@ class _Builder:
             [
                 pa.array(self.samples["sample_id"], pa.string()),
                 texts,
-                content_hashes(texts),
+                content_hashes(texts) if self.hashes else pa.repeat(pa.scalar("", pa.string()), n),
                 pa.repeat(pa.scalar(c["source_dataset"], pa.string()), n),
                 pa.repeat(pa.scalar(c["source_version"], pa.int64()), n),
                 pa.repeat(pa.scalar(self.uri, pa.string()), n),
@@ -192,9 +196,13 @@ class ConvertOperator(SourceOperator):
     version = "2"  # 2: strict CSV with byte offsets, BOM dropped, new quarantine reasons
     Params = ConvertParams
 
-    def __init__(self, params: ConvertParams | dict | None = None, run_id: str = "") -> None:
+    def __init__(self, params: ConvertParams | dict | None = None, run_id: str = "", *, hashes: bool = True) -> None:
+        """``hashes=False`` leaves ``content_hash`` empty: for samples that never leave the process and
+        are never deduplicated exactly (``lineage dedupe``), where hashing every text in Python was a
+        fifth of convert's time."""
         super().__init__(params)
         self.run_id = run_id
+        self.hashes = hashes
 
     def read(self, chunks: pa.RecordBatch) -> Iterator[OperatorOutput]:
         p: ConvertParams = self.params  # type: ignore[assignment]
@@ -203,7 +211,7 @@ class ConvertOperator(SourceOperator):
             if chunk["start"] != 0 or chunk["end"] is not None:
                 raise ValueError("convert reads whole files; byte-range chunks are not supported")
             tier = Tier(TierConfig.model_validate_json(chunk["tier"]))
-            builder = _Builder(chunk, tier, p, self.run_id)
+            builder = _Builder(chunk, tier, p, self.run_id, self.hashes)
             if chunk["refused"] is not None:
                 builder.add(RawRecord(None, None, reason="invalid_file_name", message=chunk["refused"]))
             else:

@@ -70,7 +70,7 @@ class SourceSpec:
     tier: Tier
     pattern: str  # tier-relative file, folder or glob
     format: str = "auto"
-    # A file given through a symbolic link (see ``pipelines.execute.resolve_source``): ``pattern`` is
+    # A file given through a symbolic link (see ``pipelines.sources.resolve_source``): ``pattern`` is
     # the link's target and ``name`` the link's own name, which becomes the file's relative path (so
     # its sample ids) and tells its format and compression, as for any other file.
     name: str | None = None

@@ -7,8 +7,9 @@ on-disk cache of the kernels that inline these functions does not notice: clear 
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from operators.minhash._jit import njit
 
 FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 FNV_PRIME = np.uint64(0x100000001B3)
@@ -19,7 +20,7 @@ _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _S33 = np.uint64(33)
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def fmix64(h: np.uint64) -> np.uint64:
     """MurmurHash3's 64-bit finaliser: a cheap bijection with full avalanche."""
     h ^= h >> _S33

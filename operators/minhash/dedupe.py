@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
+from operators.minhash._threads import ordered_map
 from operators.minhash.lsh import candidate_edges
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
@@ -32,11 +34,41 @@ def _chunks(texts: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
     return texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
 
 
-def _take_in_batches(texts: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> Iterator[pa.Array]:
+@dataclass(frozen=True)
+class PermutedTexts:
+    """``texts`` in another row order (row ``i`` is ``texts[order[i]]``), without a copy of them: exact
+    verification reads only the rows that share a bucket, and a sorted copy of every text was the
+    largest allocation of a run."""
+
+    texts: pa.Array | pa.ChunkedArray
+    order: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+
+def _take_permuted(texts: PermutedTexts, rows: np.ndarray) -> Iterator[pa.Array]:
+    chunks = _chunks(texts.texts)
+    starts = np.cumsum([0, *(len(c) for c in chunks)])
+    for lo in range(0, len(rows), _SET_BATCH):
+        wanted = texts.order[rows[lo : lo + _SET_BATCH]]
+        which = np.searchsorted(starts, wanted, side="right") - 1
+        pieces, positions = [], []
+        for c in np.unique(which):
+            picked = np.flatnonzero(which == c)
+            pieces.append(chunks[c].take(pa.array(wanted[picked] - starts[c])))
+            positions.append(picked)
+        yield pa.concat_arrays(pieces).take(pa.array(np.argsort(np.concatenate(positions))))
+
+
+def _take_in_batches(texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np.ndarray) -> Iterator[pa.Array]:
     """``texts[rows]`` (``rows`` sorted) as arrays, one input slice of ``_SET_BATCH`` rows at a time.
 
     Taking from a ChunkedArray concatenates its chunks first, so we take from slices instead.
     """
+    if isinstance(texts, PermutedTexts):
+        yield from _take_permuted(texts, rows)
+        return
     offset = 0
     for chunk in _chunks(texts):
         for lo in range(0, len(chunk), _SET_BATCH):
@@ -54,12 +86,17 @@ class _ShingleSets:
     beyond the input; only the (deduplicated) sets are kept.
     """
 
-    def __init__(self, texts: pa.Array | pa.ChunkedArray, rows: np.ndarray, params: MinHashParams) -> None:
+    def __init__(
+        self, texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np.ndarray, params: MinHashParams
+    ) -> None:
         self._local = np.full(len(texts), -1, dtype=np.int64)
         self._local[rows] = np.arange(len(rows))
         parts, offsets, base = [], [np.zeros(1, np.int64)], 0
-        for batch in _take_in_batches(texts, rows):
-            sets, set_offsets = sorted_sets(*shingle_hashes(batch, params)[:2])
+
+        def sets_of(batch: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+            return sorted_sets(*shingle_hashes(batch, params)[:2])
+
+        for sets, set_offsets in ordered_map(sets_of, _take_in_batches(texts, rows)):
             parts.append(sets)
             offsets.append(set_offsets[1:] + base)
             base += len(sets)
@@ -71,7 +108,7 @@ class _ShingleSets:
 
 
 def _cluster(
-    sigs: np.ndarray, bands: np.ndarray, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | None
+    sigs: np.ndarray, bands: np.ndarray, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | PermutedTexts | None
 ) -> tuple[np.ndarray, _ShingleSets | None]:
     n = len(sigs)
     src, dst = candidate_edges(bands)
@@ -93,7 +130,7 @@ def cluster_labels(
     sigs: np.ndarray,
     bands: np.ndarray,
     params: MinHashParams,
-    texts: pa.Array | pa.ChunkedArray | None = None,
+    texts: pa.Array | pa.ChunkedArray | PermutedTexts | None = None,
 ) -> np.ndarray:
     """Component label per row (its smallest row index): candidate edges, verified, then union-find.
 
@@ -109,7 +146,7 @@ def _decide(
     sigs: np.ndarray,
     bands: np.ndarray,
     params: MinHashParams,
-    texts: pa.Array | pa.ChunkedArray | None,
+    texts: pa.Array | pa.ChunkedArray | PermutedTexts | None,
 ) -> pa.Table:
     labels, sets = _cluster(sigs, bands, params, texts)
     jaccard = sets.jaccard if sets is not None else (lambda s, d: estimated_jaccard(sigs, s, d))
@@ -122,7 +159,9 @@ def _published(table: pa.Table) -> np.ndarray:
     return table.column("published").fill_null(False).to_numpy().astype(bool)
 
 
-def dedupe(table: pa.Table, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | None = None) -> pa.Table:
+def dedupe(
+    table: pa.Table, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | PermutedTexts | None = None
+) -> pa.Table:
     """Decisions (``survivors.DECISION_SCHEMA``, input order) for every row of ``table``.
 
     ``table`` has the ``store.SIGNATURE_SCHEMA`` columns and optionally a boolean ``published``
@@ -161,8 +200,8 @@ def dedupe_incremental(
     new: pa.Table,
     published: pa.Table,
     params: MinHashParams,
-    new_texts: pa.Array | pa.ChunkedArray | None = None,
-    published_texts: pa.Array | pa.ChunkedArray | None = None,
+    new_texts: pa.Array | pa.ChunkedArray | PermutedTexts | None = None,
+    published_texts: pa.Array | pa.ChunkedArray | PermutedTexts | None = None,
 ) -> pa.Table:
     """Decisions for the rows of ``new``, deduplicated among themselves and against ``published``.
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import functools
 
-import numba
 import numpy as np
 
+from operators.minhash import small
 from operators.minhash._hashing import GOLDEN, fmix64
+from operators.minhash._jit import njit
+from operators.minhash._threads import ordered_map
 from operators.minhash.params import MinHashParams
 
 
@@ -55,7 +57,7 @@ def band_layout(params: MinHashParams) -> tuple[int, int]:
     return optimal_bands(params.threshold, params.num_perm, params.false_positive_weight, params.false_negative_weight)
 
 
-@numba.njit(cache=True)
+@njit(cache=True, nogil=True)
 def _band_kernel(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
     out = np.empty((sigs.shape[0], bands), dtype=np.uint64)
     for d in range(sigs.shape[0]):
@@ -75,7 +77,10 @@ def band_hashes(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """
     if bands * rows > sigs.shape[1]:
         raise ValueError(f"{bands}x{rows} bands do not fit signatures of width {sigs.shape[1]}")
-    return _band_kernel(np.ascontiguousarray(sigs, dtype=np.uint32), bands, rows)
+    sigs = np.ascontiguousarray(sigs, dtype=np.uint32)
+    if sigs.shape[0] <= small.ROW_LIMIT:
+        return small.band_hashes(sigs, bands, rows)
+    return _band_kernel(sigs, bands, rows)
 
 
 def star_edges(
@@ -104,14 +109,15 @@ def candidate_edges(bands: np.ndarray, doc_ids: np.ndarray | None = None) -> tup
     """Star edges over every band of a ``(n_docs, bands)`` band-hash matrix, deduplicated.
 
     ``doc_ids`` defaults to row positions. Memory: at most ``n_docs - 1`` edges per band, and
-    only one band's sort at a time.
+    one band's sort per thread at a time.
     """
     if doc_ids is None:
         doc_ids = np.arange(bands.shape[0], dtype=np.int64)
-    keys = []
-    for j in range(bands.shape[1]):
-        src, dst = star_edges(doc_ids, bands[:, j])
-        keys.append(pack_edges(src, dst))
+
+    def band_keys(j: int) -> np.ndarray:
+        return pack_edges(*star_edges(doc_ids, bands[:, j]))
+
+    keys = list(ordered_map(band_keys, range(bands.shape[1])))  # NumPy's sorts release the GIL
     packed = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.uint64)
     return unpack_edges(packed)
 

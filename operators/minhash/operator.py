@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from operators.base import ClusterOperator
-from operators.minhash.dedupe import dedupe, dedupe_incremental, published_candidates
+from operators.minhash.dedupe import PermutedTexts, dedupe, dedupe_incremental, published_candidates
 from operators.minhash.params import MinHashParams
 from operators.minhash.store import SIGNATURE_SCHEMA, signature_batch
 from operators.minhash.survivors import lineage_records
@@ -55,10 +56,11 @@ class MinHashDedupe(ClusterOperator):
         # decisions do not depend on how an engine ordered or partitioned the samples.
         order = pc.sort_indices(sketches.column("sample_id"))
         sketches = sketches.take(order)
-        texts = texts.take(order) if texts is not None else None
         if published is None or published.num_rows == 0:
-            decisions = dedupe(sketches, self.params_, texts)
+            permuted = PermutedTexts(texts, order.to_numpy().astype(np.int64)) if texts is not None else None
+            decisions = dedupe(sketches, self.params_, permuted)
         else:
+            texts = texts.take(order) if texts is not None else None
             # only published samples sharing a bucket with a new one can join its cluster
             candidates = published.take(pa.array(published_candidates(sketches, published, self.params_)))
             old_texts = None

@@ -21,11 +21,12 @@ document and its near twin then share one shingle space however much English eit
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pyarrow as pa
 
+from operators.minhash import small
 from operators.minhash._hashing import FNV_OFFSET, FNV_PRIME, GOLDEN, MASK32, fmix64
+from operators.minhash._jit import njit
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.params import MinHashParams
 
@@ -33,7 +34,7 @@ _MODE_AUTO, _MODE_LATIN, _MODE_CJK = 0, 1, 2
 _MODES = {"auto": _MODE_AUTO, "latin": _MODE_LATIN, "cjk": _MODE_CJK}
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def is_space(cp: int) -> bool:
     """Python's ``str.isspace()`` as a code point test."""
     if cp < 0x80:
@@ -51,7 +52,7 @@ def is_space(cp: int) -> bool:
     )
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def is_cjk(cp: int) -> bool:
     """Han (incl. extensions and compatibility), kana, Hangul and Bopomofo."""
     return (
@@ -68,7 +69,7 @@ def is_cjk(cp: int) -> bool:
     )
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _decode(data: np.ndarray, i: int) -> tuple[int, int]:
     """Code point starting at byte ``i`` of valid UTF-8, and the index after it."""
     b0 = np.int64(data[i])
@@ -90,7 +91,7 @@ def _decode(data: np.ndarray, i: int) -> tuple[int, int]:
     )
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _ngram(units: np.ndarray, start: int, count: int) -> np.uint64:
     h = GOLDEN
     for j in range(start, start + count):
@@ -98,7 +99,7 @@ def _ngram(units: np.ndarray, start: int, count: int) -> np.uint64:
     return h & MASK32
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _is_cjk_doc(data: np.ndarray, start: int, end: int, drop: np.ndarray, cjk_ratio: float) -> bool:
     # Every CJK code point is >= U+1100, whose UTF-8 lead byte is >= 0xE1: most documents
     # are settled by this byte scan without decoding.
@@ -123,7 +124,7 @@ def _is_cjk_doc(data: np.ndarray, start: int, end: int, drop: np.ndarray, cjk_ra
     return cjk > 0 and cjk >= cjk_ratio * total
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _word_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> int:
     k = 0
     h = FNV_OFFSET
@@ -152,7 +153,7 @@ def _word_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units:
     return k
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _char_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> int:
     k = 0
     i = start
@@ -164,7 +165,7 @@ def _char_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units:
     return k
 
 
-@numba.njit(cache=True)
+@njit(cache=True, nogil=True)
 def _shingle_kernel(
     data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, ngram: int, mode: int, cjk_ratio: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -213,4 +214,7 @@ def shingle_hashes(
     """
     data, offsets = string_buffers(fold(texts))
     drop = punct_or_symbol_table()
-    return _shingle_kernel(data, offsets, drop, params.ngram, _MODES[params.script], params.cjk_ratio)
+    args = (data, offsets, drop, params.ngram, _MODES[params.script], params.cjk_ratio)
+    if offsets[-1] - offsets[0] <= small.SHINGLE_LIMIT:
+        return small.shingle_hashes(*args)
+    return _shingle_kernel(*args)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import functools
 
-import numba
 import numpy as np
 import pyarrow as pa
 
+from operators.minhash import small
+from operators.minhash._jit import njit
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
 
@@ -34,7 +35,7 @@ def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _fmix32(h: np.uint32) -> np.uint32:
     h ^= h >> np.uint32(16)
     h = np.uint32(h * np.uint32(0x85EBCA6B))
@@ -44,7 +45,7 @@ def _fmix32(h: np.uint32) -> np.uint32:
     return h
 
 
-@numba.njit(cache=True)
+@njit(cache=True, nogil=True)
 def _minhash_kernel(hashes: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     n_docs = len(offsets) - 1
     num_perm = len(a)
@@ -69,6 +70,8 @@ def signatures_from_hashes(hashes: np.ndarray, offsets: np.ndarray, num_perm: in
     hashes = np.ascontiguousarray(hashes, dtype=np.uint32)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     a, b = permutations(num_perm, seed)
+    if len(hashes) <= small.HASH_LIMIT:
+        return small.minhash(hashes, offsets, a, b)
     return _minhash_kernel(hashes, offsets, a, b)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from operators.minhash import small
+from operators.minhash._jit import njit
 
-@numba.njit(cache=True)
+
+@njit(cache=True)
 def _find(parent: np.ndarray, x: int) -> int:
     while parent[x] != x:
         parent[x] = parent[parent[x]]  # path halving
@@ -14,7 +16,7 @@ def _find(parent: np.ndarray, x: int) -> int:
     return x
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _components_kernel(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     parent = np.arange(n, dtype=np.int64)
     for e in range(len(src)):
@@ -40,4 +42,6 @@ def connected_components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray
         raise ValueError("src and dst differ in length")
     if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
         raise ValueError(f"edge endpoints must be in [0, {n})")
+    if len(src) <= small.ROW_LIMIT and n <= 16 * small.ROW_LIMIT:
+        return small.components(n, src, dst)
     return _components_kernel(n, src, dst)

@@ -6,11 +6,13 @@ become cluster edges.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from operators.minhash import small
+from operators.minhash._jit import njit
 
-@numba.njit(cache=True)
+
+@njit(cache=True, nogil=True)
 def _estimate_kernel(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     out = np.empty(len(src), dtype=np.float64)
     num_perm = sigs.shape[1]
@@ -25,12 +27,13 @@ def _estimate_kernel(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.n
 
 def estimated_jaccard(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Share of equal signature values per pair, as ``datasketch.MinHash.jaccard`` computes it."""
-    return _estimate_kernel(
-        np.ascontiguousarray(sigs), np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-    )
+    sigs, src, dst = np.ascontiguousarray(sigs), np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    if len(src) <= small.ROW_LIMIT:
+        return small.estimated(sigs, src, dst)
+    return _estimate_kernel(sigs, src, dst)
 
 
-@numba.njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sorted_sets_kernel(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.empty(len(hashes), dtype=hashes.dtype)
     out_offsets = np.zeros(len(offsets), dtype=np.int64)
@@ -45,7 +48,7 @@ def _sorted_sets_kernel(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.nda
     return out[:pos], out_offsets
 
 
-@numba.njit(cache=True)
+@njit(cache=True, nogil=True)
 def _exact_kernel(sets: np.ndarray, offsets: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     out = np.empty(len(src), dtype=np.float64)
     for e in range(len(src)):
@@ -69,7 +72,10 @@ def _exact_kernel(sets: np.ndarray, offsets: np.ndarray, src: np.ndarray, dst: n
 
 def sorted_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-document sorted, deduplicated shingle hashes, in the same flat layout."""
-    return _sorted_sets_kernel(np.ascontiguousarray(hashes), np.asarray(offsets, dtype=np.int64))
+    hashes, offsets = np.ascontiguousarray(hashes), np.asarray(offsets, dtype=np.int64)
+    if len(hashes) <= small.HASH_LIMIT and len(offsets) <= small.ROW_LIMIT:
+        return small.sorted_sets(hashes, offsets)
+    return _sorted_sets_kernel(hashes, offsets)
 
 
 def exact_jaccard(sets: np.ndarray, set_offsets: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -77,9 +83,8 @@ def exact_jaccard(sets: np.ndarray, set_offsets: np.ndarray, src: np.ndarray, ds
 
     Exact up to 32-bit shingle-hash collisions (about 2^-32 per pair of distinct shingles).
     """
-    return _exact_kernel(
-        sets,
-        np.asarray(set_offsets, dtype=np.int64),
-        np.asarray(src, dtype=np.int64),
-        np.asarray(dst, dtype=np.int64),
-    )
+    set_offsets = np.asarray(set_offsets, dtype=np.int64)
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    if len(src) <= small.ROW_LIMIT:
+        return small.exact(sets, set_offsets, src, dst)
+    return _exact_kernel(sets, set_offsets, src, dst)

@@ -278,3 +278,32 @@ def test_params_validation() -> None:
     ):
         with pytest.raises(ValueError):
             MinHashParams(**bad)
+
+
+def test_permuted_texts_verify_as_a_sorted_copy_does() -> None:
+    """The operator hands exact verification its texts as a permuted view (no sorted copy of every
+    text); reading rows through the view, across chunks and in batches, decides as the copy does."""
+    import sys
+
+    from operators.minhash.dedupe import PermutedTexts
+
+    module_dedupe = sys.modules["operators.minhash.dedupe"]  # the package exports a function of that name
+
+    bases = [_doc(s, 80) for s in range(300)]
+    near = [_edit(t, 1, 100 + i) for i, t in enumerate(bases[:200])]
+    texts = bases + near + [_edit(bases[i], 30, i) for i in range(100)]
+    rng = np.random.default_rng(7)
+    order = rng.permutation(len(texts))
+    chunked = pa.chunked_array([pa.array(texts[i : i + 37], pa.string()) for i in range(0, len(texts), 37)])
+    sorted_texts = chunked.take(pa.array(order))
+    ids = pa.array([f"{k:08x}" for k in range(len(texts))], pa.string())
+    table = pa.Table.from_batches([signature_batch(ids, sorted_texts, MinHashParams())])
+    old_batch = module_dedupe._SET_BATCH
+    module_dedupe._SET_BATCH = 64  # many batches, each spanning chunks
+    try:
+        want = dedupe(table, MinHashParams(), sorted_texts)
+        got = dedupe(table, MinHashParams(), PermutedTexts(chunked, order.astype(np.int64)))
+    finally:
+        module_dedupe._SET_BATCH = old_batch
+    assert got.equals(want)
+    assert pa.compute.sum(pa.compute.equal(want.column("verdict"), "dropped")).as_py() >= 100

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from benchmarks.evalsets.reference import char_shingles, normalise
-from operators.minhash import MinHashParams, shingle_hashes
+from operators.minhash import MinHashParams, normalize, shingle_hashes
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.shingle import is_space
 
@@ -42,6 +42,30 @@ def test_punct_or_symbol_table_flags_categories_p_and_s() -> None:
         assert table[ord(ch)], ch
     for ch in "aZ09éß中あ한 \n_":
         assert table[ord(ch)] == (ch == "_"), ch  # "_" is Pc (connector punctuation)
+
+
+def test_the_table_is_cached_on_disk_and_equals_pythons_categories(tmp_path, monkeypatch) -> None:
+    """Start-up loads the table from a bit file instead of asking unicodedata 1.1M times; a file
+    that is missing or damaged is rebuilt, and every way gives Python's own categories."""
+    reference = np.fromiter(
+        (unicodedata.category(chr(cp))[0] in "PS" for cp in range(sys.maxunicode + 1)),
+        dtype=np.bool_,
+        count=sys.maxunicode + 1,
+    )
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    path = normalize._cache_file()
+    assert path.parent == tmp_path and not path.exists()
+    for state in ("missing", "written", "damaged"):
+        if state == "damaged":
+            path.write_bytes(b"not a table")
+        normalize.punct_or_symbol_table.cache_clear()
+        try:
+            table = normalize.punct_or_symbol_table()
+        finally:
+            normalize.punct_or_symbol_table.cache_clear()
+        np.testing.assert_array_equal(table, reference, err_msg=state)
+        assert not table.flags.writeable
+        assert path.stat().st_size == (sys.maxunicode + 8) // 8, state
 
 
 def test_punctuation_and_symbols_are_deleted_not_split_on() -> None:

@@ -1,0 +1,59 @@
+"""Raw inputs of a run: a pipeline input (a path, or a pattern on a tier) planned as convert chunks.
+
+Kept apart from :mod:`pipelines.execute` so that reading files through convert (``lineage dedupe``)
+does not load the commit half (Delta, DuckDB) at start-up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from operators.convert import ConvertOperator, SourceSpec, plan_chunks
+from pipelines.engines.base import SourceInput
+from pipelines.spec import InputSpec
+from storage.config import TierConfigs
+from storage.errors import MissingFile
+from storage.tier import get_tier, local_tier
+
+RAW_SOURCE_VERSION = 0  # source_version of samples read straight from raw files by a run
+
+
+def _glob_root(path: str) -> tuple[str, str]:
+    """Split a local path into (existing folder to root a tier at, pattern relative to it)."""
+    parts = Path(path).parts
+    for i, part in enumerate(parts):
+        if set("*?[") & set(part):
+            return str(Path(*parts[:i])), "/".join(parts[i:])
+    p = Path(path)
+    return (str(p.parent), p.name) if p.is_file() else (str(p), "")
+
+
+def resolve_source(inp: InputSpec, base_dir: Path | None, tiers: TierConfigs) -> SourceSpec:
+    assert inp.path is not None
+    if inp.tier is not None:
+        return SourceSpec(inp.dataset, get_tier(inp.tier, tiers), inp.path, inp.format)
+    path = Path(inp.path).expanduser()
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    if path.is_symlink() and path.is_file():
+        # A link named as the input is what the user chose to read: the throw-away tier is rooted
+        # at its target's folder, and the file keeps the link's name. Links *inside* a root that
+        # lead out of it are refused (storage.links).
+        target = path.resolve()
+        return SourceSpec(inp.dataset, local_tier(target.parent), target.name, inp.format, name=path.name)
+    root, pattern = _glob_root(str(path))
+    if not Path(root).is_dir():
+        raise MissingFile(f"input {inp.dataset!r}: no such file or folder: {path}")
+    return SourceSpec(inp.dataset, local_tier(root), pattern, inp.format)
+
+
+def plan_source(
+    inp: InputSpec, position: int, base_dir: Path | None, run_id: str, tiers: TierConfigs
+) -> tuple[SourceInput, dict[str, Any]]:
+    """A raw input planned as chunks for its convert step, and what the run records about it."""
+    src = resolve_source(inp, base_dir, tiers)
+    chunks = plan_chunks(src, RAW_SOURCE_VERSION)
+    convert = ConvertOperator(inp.convert_params(), run_id=run_id)
+    recorded = {"kind": "files", "dataset": inp.dataset, "uri": src.tier.uri(src.pattern), "files": chunks.num_rows}
+    return SourceInput(chunks, convert, position), recorded

@@ -1,0 +1,115 @@
+"""``lineage dedupe`` on the local engine runs convert and ``minhash_dedupe`` in process (no catalog,
+staging or Delta commit). Its outputs must be the throw-away pipeline's, file for file: the kept bytes,
+the report, the quarantine rows (but their run id) and the counts, on the bundled corpora with edited
+copies and on the bad-input corpus; and a repeated id fails it with the runner's own error."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from benchmarks.common import CORPUS_EN, CORPUS_ZH, edited_copies, read_corpus
+from lineage import dedupe_files as module
+from lineage.dedupe_files import dedupe_files
+from lineage.settings import Settings
+from operators.minhash.params import MinHashParams
+from storage.errors import LineageError, RunFailed
+from tests.data.make_bad_inputs import build
+
+_READ = (".jsonl", ".jsonl.gz", ".json", ".ndjson", ".parquet")
+
+
+def _both(tmp_path: Path, settings: Settings, inputs: list[Path], name: str, **kw: object) -> list[object]:
+    """The summary and every output file of the in-process path and of the runner's, side by side."""
+    results = []
+    for how in ("local", "runner"):
+        out = tmp_path / how / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if how == "runner":
+            original = module._decide_local
+            module._decide_local = lambda spec, settings: module._decide_with_runner(spec, settings, "local")
+        try:
+            summary = dedupe_files(inputs, out if len(inputs) == 1 else out / "", settings=settings, **kw)
+        finally:
+            if how == "runner":
+                module._decide_local = original
+        files = {}
+        for path in sorted(p for p in (tmp_path / how).rglob("*") if p.is_file()):
+            key = str(path.relative_to(tmp_path / how))
+            if "quarantine" in path.name:
+                files[key] = pq.read_table(path).drop_columns(["run_id"]).to_pylist()
+            elif path.name.endswith("duplicates.parquet"):
+                files[key] = pq.read_table(path).to_pylist()
+            elif path.suffix == ".parquet":
+                files[key] = pq.read_table(path)
+            elif path.suffix == ".gz":  # the gzip header holds the time it was written
+                files[key] = gzip.decompress(path.read_bytes())
+            else:
+                files[key] = path.read_bytes()
+        counts = (summary.inputs, summary.records, summary.kept, summary.dropped, summary.quarantined)
+        results.append((counts, files))
+    return results
+
+
+def _write_jsonl_gz(path: Path, docs: list[dict]) -> Path:
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.writelines(json.dumps(d, ensure_ascii=False) + "\n" for d in docs)
+    return path
+
+
+def test_in_process_dedupe_matches_the_pipeline_on_the_bundled_corpora(tmp_path: Path, settings: Settings) -> None:
+    en = read_corpus(CORPUS_EN)[:1500]
+    zh = read_corpus(CORPUS_ZH)[:800]
+    docs = list(itertools.islice(edited_copies(en + zh, 2, seed=3), 2 * len(en + zh)))
+    random.Random(1).shuffle(docs)
+    jsonl = _write_jsonl_gz(tmp_path / "mixed.jsonl.gz", docs)
+    parquet = tmp_path / "mixed.parquet"
+    pq.write_table(pa.Table.from_pylist(docs[: len(docs) // 2]), parquet, row_group_size=700)
+    local, runner = _both(tmp_path, settings, [jsonl], "one.jsonl.gz", id_field="id")
+    assert local == runner
+    counts, _ = local
+    assert counts[3] > 1000  # the edited copies were found
+    local, runner = _both(tmp_path, settings, [jsonl, parquet], "two", params=MinHashParams(verify="estimate"))
+    assert local == runner
+
+
+def test_in_process_dedupe_matches_the_pipeline_on_bad_inputs(tmp_path: Path, settings: Settings) -> None:
+    root = tmp_path / "bad"
+    build(root)
+    folders: dict[Path, list[Path]] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.name.lower().endswith(_READ):
+            folders.setdefault(path.parent, []).append(path)
+    assert len(folders) >= 4
+    refused = 0
+    for folder, files in folders.items():
+        for group in [files] if folder.name != "names" else [[f] for f in files]:  # a refused name fails its call
+            name = f"{folder.name}-{group[0].name}"
+            try:
+                local, runner = _both(tmp_path / name, settings, group, "out")
+            except LineageError as exc:  # the runner refusing must mean the in-process path refuses alike
+                refused += 1
+                with pytest.raises(type(exc)) as again:
+                    module._decide_with_runner(module._spec(group, MinHashParams(), "text", None), settings, "local")
+                assert str(again.value) == str(exc)
+                continue
+            assert local == runner, name
+    assert 0 < refused < 5
+
+
+def test_a_repeated_id_fails_with_the_runners_error(tmp_path: Path, settings: Settings) -> None:
+    src = tmp_path / "ids.jsonl"
+    src.write_text("".join(json.dumps({"id": i % 3, "text": f"text number {i}"}) + "\n" for i in range(5)))
+    errors = []
+    for decide in (module._decide_local, lambda spec, s: module._decide_with_runner(spec, s, "local")):
+        with pytest.raises(RunFailed, match="duplicate sample_id values after convert") as caught:
+            decide(module._spec([src], MinHashParams(), "text", "id"), settings)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]

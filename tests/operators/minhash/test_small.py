@@ -1,0 +1,135 @@
+"""The numpy twins of the numba kernels (``operators/minhash/small.py``) return the kernels' exact values,
+so a small input (which never loads numba) is decided as a large one is; and a small ``lineage dedupe``
+really does not load numba."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from benchmarks.common import CORPUS_EN, CORPUS_ZH, edited_copies, read_corpus
+from operators.minhash import MinHashParams, small
+from operators.minhash.lsh import _band_kernel
+from operators.minhash.normalize import fold, punct_or_symbol_table
+from operators.minhash.shingle import _MODES, _shingle_kernel, string_buffers
+from operators.minhash.signature import _minhash_kernel, permutations
+from operators.minhash.union_find import _components_kernel
+from operators.minhash.verify import _estimate_kernel, _exact_kernel, _sorted_sets_kernel
+
+ROOT = Path(__file__).resolve().parents[3]
+EVALSET = ROOT / "benchmarks" / "evalsets" / "zh_mixed.jsonl.gz"
+EDGES = [
+    "",
+    "   \n\t ",
+    "!!! ,,, ???",
+    "one",
+    "two words",
+    "a b c d e f g h",
+    "Ｆｕｌｌ-Width «Quotes» ½ ™ and\u00a0no-break\u2003spaces\u3000here",
+    "emoji 😀 between 😀 words 😀 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 letters",
+    "中文",
+    "中文文档，包含 English words 和 `commands --flag`。",
+    "日本語のテキストとカタカナ、한국어 텍스트",
+    "𠀀𠀁𠀂 astral Han 𠀃𠀄𠀅𠀆",
+    "x" * 3000,
+    "\u0085next\u2028line\u2029para\u205fmath\u180emongolian",
+]
+
+
+def _texts() -> list[str]:
+    en = [d["text"] for d in read_corpus(CORPUS_EN)[:400]]
+    zh = [d["text"] for d in read_corpus(CORPUS_ZH)[:300]]
+    with gzip.open(EVALSET, "rt", encoding="utf-8") as fh:
+        mixed = [json.loads(line)["text"] for _, line in zip(range(300), fh, strict=False)]
+    copies = [d["text"] for d in edited_copies([{"id": str(i), "text": t} for i, t in enumerate(en[:50])], 2, seed=5)]
+    texts = EDGES + en + zh + mixed + copies
+    random.Random(2).shuffle(texts)
+    return texts
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    return _texts()
+
+
+@pytest.mark.parametrize(
+    ("ngram", "script", "cjk_ratio"),
+    [(5, "auto", 0.0), (5, "auto", 0.3), (3, "latin", 0.0), (5, "cjk", 0.0), (1, "auto", 0.0), (9, "auto", 0.0)],
+)
+def test_shingles_signatures_and_bands_equal_the_kernels(texts: list[str], ngram: int, script: str, cjk_ratio: float):
+    params = MinHashParams(ngram=ngram, script=script, cjk_ratio=cjk_ratio)
+    drop = punct_or_symbol_table()
+    a, b = permutations(params.num_perm, params.seed)
+    for start in range(0, len(texts), 97):  # batches, some sliced out of a larger array
+        batch = pa.array(texts, pa.string()).slice(start, 97)
+        data, offsets = string_buffers(fold(batch))
+        args = (data, offsets, drop, ngram, _MODES[script], cjk_ratio)
+        want, got = _shingle_kernel(*args), small.shingle_hashes(*args)
+        for w, g in zip(want, got, strict=True):
+            assert w.dtype == g.dtype
+            np.testing.assert_array_equal(w, g)
+        hashes, hash_offsets, _ = want
+        sigs = _minhash_kernel(hashes, hash_offsets, a, b)
+        np.testing.assert_array_equal(sigs, small.minhash(hashes, hash_offsets, a, b))
+        bands = small.band_hashes(sigs, 21, 6)
+        assert bands.dtype == np.uint64
+        np.testing.assert_array_equal(_band_kernel(sigs, 21, 6), bands)
+        np.testing.assert_array_equal(_band_kernel(sigs, 16, 8), small.band_hashes(sigs, 16, 8))
+
+
+def test_verification_and_components_equal_the_kernels(texts: list[str]) -> None:
+    params = MinHashParams()
+    data, offsets = string_buffers(fold(pa.array(texts[:600], pa.string())))
+    hashes, hash_offsets, _ = _shingle_kernel(data, offsets, punct_or_symbol_table(), 5, 0, 0.0)
+    sets, set_offsets = _sorted_sets_kernel(hashes, hash_offsets)
+    got_sets, got_offsets = small.sorted_sets(hashes, hash_offsets)
+    np.testing.assert_array_equal(sets, got_sets)
+    np.testing.assert_array_equal(set_offsets, got_offsets)
+    assert got_sets.dtype == sets.dtype and got_offsets.dtype == set_offsets.dtype
+    rng = np.random.default_rng(4)
+    src = rng.integers(0, 600, 3000)
+    dst = np.where(rng.random(3000) < 0.2, src, rng.integers(0, 600, 3000))  # some self-pairs: Jaccard 1
+    np.testing.assert_array_equal(_exact_kernel(sets, set_offsets, src, dst), small.exact(sets, set_offsets, src, dst))
+    a, b = permutations(params.num_perm, params.seed)
+    sigs = _minhash_kernel(hashes, hash_offsets, a, b)
+    np.testing.assert_array_equal(_estimate_kernel(sigs, src, dst), small.estimated(sigs, src, dst))
+    empty = np.zeros(0, np.int64)
+    assert len(small.estimated(sigs, empty, empty)) == len(small.exact(sets, set_offsets, empty, empty)) == 0
+    for n, edges in [(600, 300), (600, 2000), (50, 0), (1, 0)]:
+        e_src, e_dst = rng.integers(0, n, edges), rng.integers(0, n, edges)
+        np.testing.assert_array_equal(_components_kernel(n, e_src, e_dst), small.components(n, e_src, e_dst))
+
+
+def test_a_small_dedupe_loads_neither_numba_nor_the_catalog(tmp_path: Path) -> None:
+    """``lineage dedupe`` of a 10-document file: no numba, no Alembic (the user's catalog is not opened),
+    no DuckDB, and a near copy is still found."""
+    docs = read_corpus(CORPUS_EN)[:9]
+    docs.append({**docs[0], "id": "copy", "text": docs[0]["text"] + " extra"})
+    src = tmp_path / "ten.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    code = (
+        "import json, sys\nfrom lineage.cli.main import main\nsys.argv = ['lineage', *sys.argv[1:]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m.split('.')[0] for m in sys.modules)))"
+    )
+    out = tmp_path / "out.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-c", code, "dedupe", str(src), "--output", str(out)],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "LINEAGE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "kept 9, dropped 1 near-duplicates" in result.stdout
+    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert not loaded & {"numba", "llvmlite", "alembic", "duckdb", "scipy"}, sorted(loaded)
+    assert not (tmp_path / "home").exists()  # the user's catalog was never opened
