@@ -33,7 +33,8 @@ import xxhash
 
 from lineage.errors import Invalid
 from lineage.reader.release_reader import ManifestSource, manifest_source
-from lineage.releases.read_order import Block, EpochOrder, Remainder, Shard
+from lineage.releases.export_order import BLOCK_SEQUENCES, export_blocks, window_sequences
+from lineage.releases.read_order import EpochOrder, Remainder, Shard
 from lineage.settings import Settings, get_settings
 from storage.tier import Tier, get_tier, local_tier
 from storage.verified import ChecksumMismatch
@@ -42,21 +43,9 @@ if TYPE_CHECKING:
     from lineage.client import Client
 
 STATE_VERSION = 1
-BLOCK_SEQUENCES = 256
 OPEN_SHARDS = 4
 MEGATRON_HEADER = 9 + 8 + 1 + 8 + 8  # magic, version, dtype code, sequence count, document count
 MDS_SHAPE_BYTES = (1, 2, 4)  # by the low two bits of an ndarray's code byte
-
-
-def export_blocks(manifest: dict[str, Any], block_sequences: int) -> list[Block]:
-    """The export's blocks: runs of ``block_sequences`` sequences of one shard, in shard order."""
-    if block_sequences < 1:
-        raise Invalid("block_sequences must be at least 1")
-    return [
-        Block(shard["index"], j, min(block_sequences, shard["sequences"] - j * block_sequences))
-        for shard in manifest["shards"]
-        for j in range(-(-shard["sequences"] // block_sequences))
-    ]
 
 
 @dataclass(frozen=True)
@@ -115,6 +104,7 @@ class ExportReader:
             self.dtype = np.dtype(self.manifest["dtype"])
             self.tier, self.prefix = _place(self.settings, out.tier, out.path)
             self.blocks = export_blocks(self.manifest, block_sequences)
+            self.first_sequences = np.array([s["first_sequence"] for s in self.manifest["shards"]], dtype=np.int64)
             self.shard = Shard(self.manifest["sequences"], world_size, rank, remainder, worker, num_workers)
             job = job or os.environ.get("LINEAGE_JOB") or f"{getpass.getuser()}@{socket.gethostname()}:{os.getpid()}"
             source.record_read(ref, job, world_size, rank, override_reason)  # refuses a withdrawn release
@@ -135,19 +125,16 @@ class ExportReader:
         firsts = {s["index"]: s["first_sequence"] for s in self.manifest["shards"]}
         for lo, hi in self.shard.ranges(self.consumed):
             for piece in order.slices(lo, hi):
-                blocks = sorted(piece.blocks, key=lambda b: (b.file, b.row_group))
-                shards = np.concatenate([np.full(b.rows, b.file, dtype=np.int64) for b in blocks])
-                local = np.concatenate(
-                    [np.arange(b.rows, dtype=np.int64) + b.row_group * self.block_sequences for b in blocks]
-                )
+                sequences = window_sequences(self.manifest, piece, self.block_sequences)
+                shards = np.searchsorted(self.first_sequences, sequences, side="right") - 1
                 for row in order.rows(piece):
-                    shard, k = int(shards[row]), int(local[row])
-                    data = self._shard(shard)
+                    shard, sequence = int(shards[row]), int(sequences[row])
+                    data, k = self._shard(shard), sequence - firsts[shard]
                     tokens = np.frombuffer(
                         data.buffer, dtype=self.dtype, count=int(data.lengths[k]), offset=int(data.offsets[k])
                     )
                     self.consumed += 1
-                    yield {"sequence": firsts[shard] + k, "tokens": tokens}
+                    yield {"sequence": sequence, "tokens": tokens}
 
     def _shard(self, index: int) -> _ShardData:
         if index in self._open:

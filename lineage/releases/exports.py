@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sqlalchemy import select
@@ -29,6 +30,7 @@ from lineage import openlineage
 from lineage.catalog import Catalog, Export, Release
 from lineage.catalog.models import utcnow
 from lineage.errors import Invalid, NotFound
+from lineage.releases.export_order import ReaderJob, step_sequences
 from lineage.releases.megatron_order import gpt_order, step_parts
 from lineage.releases.tokenized import LINEAGE_SCHEMA, MANIFEST, TokenizedExport
 from lineage.settings import Settings
@@ -208,6 +210,30 @@ def megatron_step(
     sizes = np.array([d["length"] for d in docs], dtype=np.int64)
     order = gpt_order(sizes, seed, seq_len, train_samples)
     return [(p.sample, docs[p.document], p.start, p.end) for p in step_parts(order, sizes, step, global_batch_size)]
+
+
+def reader_step(
+    settings: Settings, row: Export, step: int, job: Any
+) -> list[tuple[int, list[tuple[int, list[dict[str, Any]]]]]]:
+    """(rank, [(sequence, its lineage rows in token order)]) for each rank's batch of global step ``step``
+    of a job that read the export with our reader (``job``: a ``ReaderJob``, see :mod:`export_order`)."""
+    order_job = ReaderJob(**job.model_dump())
+    batches = step_sequences(row.manifest, order_job, step)
+    wanted = sorted({k for _rank, seqs in batches for k in seqs})
+    shards = row.manifest["shards"]
+    firsts = [s["first_sequence"] for s in shards]
+    by_shard: dict[int, list[int]] = {}
+    for k in wanted:
+        by_shard.setdefault(bisect.bisect_right(firsts, k) - 1, []).append(k)
+    rows: dict[int, list[dict[str, Any]]] = {k: [] for k in wanted}
+    for index, ks in by_shard.items():
+        (table,) = _read_lineage(settings, row, [shards[index]])
+        table = table.filter(pc.is_in(table["sequence"], pa.array(ks, pa.int64()))).sort_by(
+            [("sequence", "ascending"), ("seq_start", "ascending")]
+        )
+        for r in table.to_pylist():
+            rows[r["sequence"]].append(r)
+    return [(rank, [(k, rows[k]) for k in seqs]) for rank, seqs in batches]
 
 
 def sample_sequences(settings: Settings, row: Export, sample_id: str) -> list[dict[str, Any]]:

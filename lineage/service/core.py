@@ -759,6 +759,33 @@ class Service:
             samples=[S.StepSample(sample=k, pieces=v) for k, v in samples.items()],
         )
 
+    def reader_step(self, export_id: str, step: int, job: S.ReaderJob) -> S.ReaderStep:
+        """Which samples were in global step ``step`` of a training job that read the export with our
+        reader (``open_release(ref, export=ID)`` / the torch ``ReleaseDataset``), given the job's recorded
+        loader arguments: each rank's batch ``step``, sequence by sequence."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        if step < 0:
+            raise BadRequest("step must be >= 0")
+        with self.catalog.session() as s:
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        batches = exports.reader_step(self.settings, row, step, job)
+        return S.ReaderStep(
+            export_id=export_id,
+            step=step,
+            job=job,
+            ranks=[
+                S.RankBatch(
+                    rank=rank,
+                    sequences=[
+                        S.ExportSequenceSamples(sequence=k, samples=[_piece(r) for r in rows]) for k, rows in seqs
+                    ],
+                )
+                for rank, seqs in batches
+            ],
+        )
+
     def verify_export(self, export_id: str) -> S.ExportVerification:
         """Read the export's files back from its tier against its manifest (as ``tier verify`` does a release)."""
         from lineage.releases import exports  # start-up: pyarrow
