@@ -3,8 +3,8 @@ release, sequence by sequence, with the release reader's determinism, sharding a
 
 The export's sequences take the place of a release's samples, and runs of ``block_sequences``
 consecutive sequences of a shard take the place of its row groups: the epoch order is the same
-:class:`~lineage.releases.read_order.EpochOrder` over those blocks, ranks own contiguous slices of it
-and a rank's DataLoader workers contiguous pieces of its slice (:class:`~lineage.releases.read_order.Shard`).
+:class:`~lineage.order.reader.EpochOrder` over those blocks, ranks own contiguous slices of it
+and a rank's DataLoader workers contiguous pieces of its slice (:class:`~lineage.order.reader.Shard`).
 So the order depends only on (export, seed, epoch, window_blocks, block_sequences), and the service
 can say which sequences, and so which samples, a reader-fed training step saw
 (``Service.reader_step``). Each item is ``{"sequence": k, "tokens": ndarray}``, ``k`` being the
@@ -32,9 +32,9 @@ import pyarrow.fs as pafs
 import xxhash
 
 from lineage.errors import Invalid
+from lineage.order.export import BLOCK_SEQUENCES, export_blocks, window_sequences
+from lineage.order.reader import EpochOrder, Remainder, Shard
 from lineage.reader.release_reader import ManifestSource, manifest_source
-from lineage.releases.export_order import BLOCK_SEQUENCES, export_blocks, window_sequences
-from lineage.releases.read_order import EpochOrder, Remainder, Shard
 from lineage.settings import Settings, get_settings
 from storage.tier import Tier, get_tier, local_tier
 from storage.verified import ChecksumMismatch

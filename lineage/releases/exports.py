@@ -30,7 +30,7 @@ from lineage import openlineage
 from lineage.catalog import Catalog, Export, Release
 from lineage.catalog.models import utcnow
 from lineage.errors import Invalid, NotFound
-from lineage.releases.export_order import ReaderJob, step_sequences
+from lineage.order.export import ReaderJob, step_sequences
 from lineage.releases.megatron_order import gpt_order, step_parts
 from lineage.releases.tokenized import LINEAGE_SCHEMA, MANIFEST, TokenizedExport
 from lineage.settings import Settings
@@ -164,12 +164,24 @@ def verify_export(settings: Settings, row: Export) -> list[str]:
     return problems
 
 
-def _read_lineage(settings: Settings, row: Export, shards: list[dict[str, Any]], sample_id: str | None = None) -> Any:
+def _read_lineage(
+    settings: Settings,
+    row: Export,
+    shards: list[dict[str, Any]],
+    sample_id: str | None = None,
+    sequences: list[int] | None = None,
+) -> Any:
+    """The shards' sequence-lineage tables, only the rows of ``sample_id`` or of ``sequences`` if given
+    (row groups whose statistics rule them out are not read)."""
     tier, prefix = place(settings, row)
     tables = []
     for shard in shards:
         path = tier.path(prefix, shard["lineage"]["path"])
-        filters = [("sample_id", "=", sample_id)] if sample_id is not None else None
+        filters: list[tuple[str, str, Any]] | None = None
+        if sample_id is not None:
+            filters = [("sample_id", "=", sample_id)]
+        elif sequences is not None:
+            filters = [("sequence", ">=", min(sequences)), ("sequence", "<=", max(sequences))]
         try:
             tables.append(pq.read_table(path, filesystem=tier.filesystem, filters=filters, schema=LINEAGE_SCHEMA))
         except FileNotFoundError:
@@ -185,7 +197,7 @@ def sequence_samples(settings: Settings, row: Export, sequence: int) -> tuple[di
     if not 0 <= sequence < row.sequences:
         raise NotFound(f"export {row.export_id} has sequences 0..{row.sequences - 1}, not {sequence}")
     k = bisect.bisect_right([s["first_sequence"] for s in shards], sequence) - 1
-    (table,) = _read_lineage(settings, row, [shards[k]])
+    (table,) = _read_lineage(settings, row, [shards[k]], sequences=[sequence])
     table = table.filter(pc.equal(table["sequence"], sequence))
     return shards[k], table.sort_by("seq_start").to_pylist()
 
@@ -216,7 +228,7 @@ def reader_step(
     settings: Settings, row: Export, step: int, job: Any
 ) -> list[tuple[int, list[tuple[int, list[dict[str, Any]]]]]]:
     """(rank, [(sequence, its lineage rows in token order)]) for each rank's batch of global step ``step``
-    of a job that read the export with our reader (``job``: a ``ReaderJob``, see :mod:`export_order`)."""
+    of a job that read the export with our reader (``job``: a ``ReaderJob``, see :mod:`lineage.order.export`)."""
     order_job = ReaderJob(**job.model_dump())
     batches = step_sequences(row.manifest, order_job, step)
     wanted = sorted({k for _rank, seqs in batches for k in seqs})
@@ -227,7 +239,7 @@ def reader_step(
         by_shard.setdefault(bisect.bisect_right(firsts, k) - 1, []).append(k)
     rows: dict[int, list[dict[str, Any]]] = {k: [] for k in wanted}
     for index, ks in by_shard.items():
-        (table,) = _read_lineage(settings, row, [shards[index]])
+        (table,) = _read_lineage(settings, row, [shards[index]], sequences=ks)
         table = table.filter(pc.is_in(table["sequence"], pa.array(ks, pa.int64()))).sort_by(
             [("sequence", "ascending"), ("seq_start", "ascending")]
         )

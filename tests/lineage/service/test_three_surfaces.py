@@ -161,10 +161,6 @@ HELPERS = {
     ("lineage.releases", "content_digest"),
     ("lineage.releases.qc", "GateConfig"),
     ("lineage.releases.qc", "report_html"),
-    # the reader's epoch order (pure arithmetic, no catalog), kept below the service for its step queries
-    *{("lineage.releases.read_order", n) for n in ("Block", "EpochOrder", "Remainder", "Shard", "WindowSlice")},
-    *{("lineage.releases.read_order", n) for n in ("batch_of_turn", "turns")},
-    *{("lineage.releases.export_order", n) for n in ("BLOCK_SEQUENCES", "export_blocks", "window_sequences")},
 }
 
 

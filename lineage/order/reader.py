@@ -1,6 +1,6 @@
 """The order in which the training reader (``open_release``) serves one epoch, and each rank's (and each
 DataLoader worker's) share of it. Pure arithmetic, no I/O: the reader iterates it, and the service
-answers "which sequences were in step t" of a reader-fed job from it (:mod:`lineage.releases.export_order`).
+answers "which sequences were in step t" of a reader-fed job from it (:mod:`lineage.order.export`).
 
 The global order is built from *blocks* (Parquet row groups): the blocks are permuted, grouped
 into windows of ``window_blocks`` blocks, and the samples of each window (its blocks' rows taken

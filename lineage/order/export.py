@@ -2,9 +2,9 @@
 training export's sequences, and so which sequences a reader-fed training step saw.
 
 An export's *blocks* are runs of ``block_sequences`` consecutive sequences of one shard; the epoch
-order is :class:`~lineage.releases.read_order.EpochOrder` over them. Rank ``r`` of ``W`` reads its
-slice of that order, split into one piece per DataLoader worker (``read_order.Shard``), each piece
-batched by ``batch_size`` and the batches handed out in turn (``read_order.batch_of_turn``).
+order is :class:`~lineage.order.reader.EpochOrder` over them. Rank ``r`` of ``W`` reads its
+slice of that order, split into one piece per DataLoader worker (``lineage.order.reader.Shard``), each piece
+batched by ``batch_size`` and the batches handed out in turn (``lineage.order.reader.batch_of_turn``).
 Global step ``t`` of an epoch is batch ``t`` of every rank. ``tests/lineage/reader/test_export_reader.py``
 checks this against iterating the reader through real DataLoaders.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from lineage.errors import Invalid
-from lineage.releases.read_order import Block, EpochOrder, Remainder, Shard, WindowSlice, batch_of_turn
+from lineage.order.reader import Block, EpochOrder, Remainder, Shard, WindowSlice, batch_of_turn
 
 BLOCK_SEQUENCES = 256
 
