@@ -31,7 +31,7 @@ from lineage.catalog import Catalog, Export, Release
 from lineage.catalog.models import utcnow
 from lineage.errors import Invalid, NotFound
 from lineage.order.export import ReaderJob, step_sequences
-from lineage.releases.megatron_order import gpt_order, step_parts
+from lineage.releases.megatron_order import blending_indices, gpt_order, one_epoch_samples, sample_parts, step_parts
 from lineage.releases.tokenized import LINEAGE_SCHEMA, MANIFEST, TokenizedExport
 from lineage.settings import Settings
 from storage.checksum import file_digest
@@ -206,22 +206,43 @@ def megatron_step(
     settings: Settings, row: Export, step: int, seed: int, seq_len: int, global_batch_size: int, train_samples: int
 ) -> list[tuple[int, dict[str, Any], int, int]]:
     """(training sample, its document's lineage row, token start, token end) for each piece of each
-    sample that megatron-core's GPTDataset gives global step ``step`` (see :mod:`megatron_order`)."""
+    sample that megatron-core's GPTDataset gives global step ``step`` (see :mod:`megatron_order`): over
+    the one prefix of a one-shard export, or over the blend of every shard's prefix."""
     if row.format != "megatron":
         raise Invalid(f"export {row.export_id} is {row.format}: GPTDataset's order is for megatron exports")
     shards = row.manifest["shards"]
-    if len(shards) != 1:
+    if len(shards) == 1:
+        if (step + 1) * global_batch_size > train_samples:
+            raise Invalid(f"step {step} of {global_batch_size} samples is beyond the job's {train_samples} samples")
+        (table,) = _read_lineage(settings, row, shards)
+        docs = table.sort_by("shard_sequence").to_pylist()
+        sizes = np.array([d["length"] for d in docs], dtype=np.int64)
+        order = gpt_order(sizes, seed, seq_len, train_samples)
+        return [(p.sample, docs[p.document], p.start, p.end) for p in step_parts(order, sizes, step, global_batch_size)]
+    tables = [t.sort_by("shard_sequence").to_pylist() for t in _read_lineage(settings, row, shards)]
+    sizes_of = [np.array([d["length"] for d in docs], dtype=np.int64) for docs in tables]
+    weights = [one_epoch_samples(sizes, seq_len) for sizes in sizes_of]
+    if min(weights) < 1:
         raise Invalid(
-            f"export {row.export_id} has {len(shards)} shards, which GPTDataset reads as a blend of prefixes; "
-            "only a one-shard export's order is reproduced (export with a larger --shard-size)"
+            f"export {row.export_id} has a shard of fewer than {seq_len + 1} tokens: Megatron cannot blend it"
         )
-    if (step + 1) * global_batch_size > train_samples:
-        raise Invalid(f"step {step} of {global_batch_size} samples is beyond the job's {train_samples} samples")
-    (table,) = _read_lineage(settings, row, shards)
-    docs = table.sort_by("shard_sequence").to_pylist()
-    sizes = np.array([d["length"] for d in docs], dtype=np.int64)
-    order = gpt_order(sizes, seed, seq_len, train_samples)
-    return [(p.sample, docs[p.document], p.start, p.end) for p in step_parts(order, sizes, step, global_batch_size)]
+    size = min(train_samples, sum(weights))
+    if (step + 1) * global_batch_size > size:
+        raise Invalid(
+            f"step {step} of {global_batch_size} samples is beyond the job's {size} samples "
+            f"(a blend of {len(shards)} shards, one epoch of each)"
+        )
+    blend = blending_indices(weights, (step + 1) * global_batch_size)
+    orders: dict[int, Any] = {}
+    answer = []
+    for j in range(step * global_batch_size, (step + 1) * global_batch_size):
+        d, k = blend[j]
+        if d not in orders:
+            orders[d] = gpt_order(sizes_of[d], seed, seq_len, weights[d])
+        answer += [
+            (p.sample, tables[d][p.document], p.start, p.end) for p in sample_parts(orders[d], sizes_of[d], k, j)
+        ]
+    return answer
 
 
 def reader_step(
