@@ -78,9 +78,10 @@ def export(
         print_json(result)
     elif result.shards:
         resumed = f" ({result.resumed_shards} kept from an interrupted run)" if result.resumed_shards else ""
+        where = f"{result.tier}:{result.path}" if result.tier else result.path  # a local folder has no tier
         console.print(
             f"wrote {result.rows:,} samples as {result.sequences:,} sequences, {result.tokens:,} tokens, in "
-            f"{len(result.shards)} {fmt} shards{resumed} to {result.tier}:{result.path} (export {result.export_id})"
+            f"{len(result.shards)} {fmt} shards{resumed} to {where} (export {result.export_id})"
         )
     else:
         console.print(f"wrote {result.rows:,} samples to {result.path}")

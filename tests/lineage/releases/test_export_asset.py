@@ -188,6 +188,8 @@ def test_the_cli_exports_and_answers_sequence_lineage(
         lineage(home, *args, "--seq-len", "127", "--pack", "--shard-size", "16KiB", "--json").stdout
     )
     assert made.format == "mds" and made.sequences and Path(made.path) == out / "deb-t.mds"
+    again = lineage(home, *args, "--seq-len", "127", "--pack", "--shard-size", "16KiB", COLUMNS="1000").stdout
+    assert f"to {made.path} (export {made.export_id})" in " ".join(again.split())  # no "None:" tier for a folder
     assert "1 training exports" in lineage(home, "exports").stdout
     shown = S.ExportOut.model_validate_json(lineage(home, "exports", made.export_id, "--json").stdout)
     assert [S.ExportShard.model_validate(s) for s in shown.manifest["shards"]] == made.shards
