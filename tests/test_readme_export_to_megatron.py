@@ -50,7 +50,8 @@ def test_the_readme_exports_the_demo_to_megatron_and_answers_sequence_lineage(tm
     assert piece["sample_id"] in ran.stdout and (answer["shard"], answer["shard_sequence"]) == (0, 1234)
 
     shard = Path(made["path"]) / "shard_00000"
-    tokens = IndexedDataset(str(shard))[1234].tolist()
+    indexed = IndexedDataset(str(shard))  # kept: what it returns are views of its memory map
+    tokens = indexed[1234].tolist()
     tokenizer = Tokenizer.from_file(str(checkout / "tokenizer.json"))
     assert tokens[-1] == tokenizer.token_to_id("<|endoftext|>") and len(tokens) == piece["doc_end"]
     reader = lineage.open_release("debian-clean@demo", settings=get_settings(), columns=["sample_id", "text"])
