@@ -81,7 +81,7 @@ def reader_step(
     world_size: Annotated[int, Query(ge=1)],
     batch_size: Annotated[int, Query(ge=1, description="Per rank: the DataLoader's batch size.")],
     epoch: Annotated[int, Query(ge=0)] = 0,
-    num_workers: Annotated[int, Query(ge=0)] = 0,
+    num_workers: Annotated[int, Query(ge=0, le=1024)] = 0,
     drop_last: bool = False,
     shuffle: bool = True,
     remainder: Annotated[Literal["drop", "pad"], Query()] = "drop",

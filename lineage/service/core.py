@@ -52,6 +52,9 @@ MAX_LIMIT = 1000
 VERDICTS = ("kept", "dropped", "modified")  # operators.lineage_records.Verdict, without loading pyarrow
 
 
+MAX_STEP_SEQUENCES = 1 << 20  # sequences one reader_step answer may hold (every rank's batch)
+
+
 class Service:
     """One per process (the HTTP app) or per in-process client; thread-safe."""
 
@@ -767,9 +770,17 @@ class Service:
 
         if step < 0:
             raise BadRequest("step must be >= 0")
+        if job.world_size * job.batch_size > MAX_STEP_SEQUENCES:
+            raise BadRequest(
+                f"a step of world_size × batch_size > {MAX_STEP_SEQUENCES:,} sequences is too large to answer"
+            )
         with self.catalog.session() as s:
             row = exports.get_export(s, export_id)
             s.expunge(row)
+        if job.world_size > row.sequences:
+            raise BadRequest(
+                f"world_size {job.world_size} is more ranks than export {export_id}'s {row.sequences} sequences"
+            )
         batches = exports.reader_step(self.settings, row, step, job)
         return S.ReaderStep(
             export_id=export_id,

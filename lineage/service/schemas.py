@@ -565,7 +565,7 @@ class ReaderJob(BaseModel):
     world_size: int = Field(ge=1)
     batch_size: int = Field(ge=1, description="Per rank: the DataLoader's batch size.")
     epoch: int = Field(0, ge=0)
-    num_workers: int = Field(0, ge=0)
+    num_workers: int = Field(0, ge=0, le=1024)
     drop_last: bool = False
     shuffle: bool = True
     remainder: Literal["drop", "pad"] = "drop"

@@ -183,6 +183,10 @@ def test_which_samples_were_in_a_step_of_our_reader(
                     assert q.samples == local.export_sequence(packed.export_id, q.sequence).samples
         with pytest.raises(errors.Invalid, match="beyond epoch"):
             over_http.reader_step(packed.export_id, steps, **job)
+        with pytest.raises(errors.Invalid, match="more ranks than"):
+            over_http.reader_step(packed.export_id, 0, **{**job, "world_size": packed.sequences + 1})
+        with pytest.raises(errors.Invalid, match="too large to answer"):
+            local.reader_step(packed.export_id, 0, **{**job, "world_size": 1 << 10, "batch_size": 1 << 11})
 
 
 def test_the_reader_step_answers_in_the_cli(
