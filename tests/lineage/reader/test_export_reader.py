@@ -202,3 +202,18 @@ def test_the_reader_step_answers_in_the_cli(
     assert shown.ranks[0].sequences[0].samples[0].sample_id in text
     refused = run_cli(home, "reader-step", packed.export_id, "9999", *args, check=False)
     assert refused.returncode == 3 and "beyond epoch" in refused.stderr
+
+
+def test_a_job_that_only_knows_the_service_reads_the_export_the_same(
+    local: Client, packed: S.ExportResult, settings: Settings
+) -> None:
+    from api.app import create_app
+
+    local.service.settings.single_user = True
+    with ServerThread(create_app(local.service.settings, local.service)) as srv:
+        over_http = [
+            (x["sequence"], x["tokens"].tolist())
+            for x in lineage.open_release(REF, export=packed.export_id, url=srv.url, seed=4)
+        ]
+    assert over_http == read(settings, packed.export_id, seed=4)
+    assert local.list_reads(REF).total >= 2  # each open was recorded against the release
