@@ -770,13 +770,13 @@ class Service:
 
         if step < 0:
             raise BadRequest("step must be >= 0")
+        with self.catalog.session() as s:  # an unknown export is a 404 whatever the job
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
         if job.world_size * job.batch_size > MAX_STEP_SEQUENCES:
             raise BadRequest(
                 f"a step of world_size × batch_size > {MAX_STEP_SEQUENCES:,} sequences is too large to answer"
             )
-        with self.catalog.session() as s:
-            row = exports.get_export(s, export_id)
-            s.expunge(row)
         if job.world_size > row.sequences:
             raise BadRequest(
                 f"world_size {job.world_size} is more ranks than export {export_id}'s {row.sequences} sequences"
