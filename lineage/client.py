@@ -709,6 +709,20 @@ class Client:
             params=job,
         )
 
+    def reader_step(self, export_id: str, step: int, **job: Any) -> S.ReaderStep:
+        """Which samples were in global step ``step`` of a job that read the export with our reader:
+        ``job`` is its loaders' arguments, ``seed=``, ``world_size=``, ``batch_size=`` (per rank), and
+        ``epoch=``, ``num_workers=``, ``drop_last=``, ``shuffle=``, ``remainder=``, ``window_blocks=``,
+        ``block_sequences=`` where not the defaults (see ``S.ReaderJob``)."""
+        recorded = S.ReaderJob(**job)
+        return self._call(
+            lambda: self.service.reader_step(export_id, step, recorded),
+            "GET",
+            f"/exports/{_q(export_id)}/reader-steps/{int(step)}",
+            S.ReaderStep,
+            params=recorded.model_dump(),
+        )
+
     def verify_export(self, export_id: str) -> S.ExportVerification:
         """Read the export's files back from its tier against its manifest (in-process: it reads the tier)."""
         return self._in_process("verify_export", lambda: self.service.verify_export(export_id))

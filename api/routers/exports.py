@@ -4,7 +4,7 @@ export reads the tiers, so those run in-process only."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 
@@ -69,3 +69,37 @@ def training_step(
         global_batch_size=global_batch_size,
         train_samples=train_samples,
     )
+
+
+@router.get("/exports/{export_id}/reader-steps/{step}", response_model=S.ReaderStep)
+def reader_step(
+    export_id: ExportId,
+    step: Annotated[int, Path(ge=0)],
+    service: ServiceDep,
+    _: Reader,
+    seed: Annotated[int, Query(ge=0, description="The job's reader seed.")],
+    world_size: Annotated[int, Query(ge=1)],
+    batch_size: Annotated[int, Query(ge=1, description="Per rank: the DataLoader's batch size.")],
+    epoch: Annotated[int, Query(ge=0)] = 0,
+    num_workers: Annotated[int, Query(ge=0, le=1024)] = 0,
+    drop_last: bool = False,
+    shuffle: bool = True,
+    remainder: Annotated[Literal["drop", "pad"], Query()] = "drop",
+    window_blocks: Annotated[int, Query(ge=1)] = 4,
+    block_sequences: Annotated[int, Query(ge=1)] = 256,
+) -> S.ReaderStep:
+    """Which samples were in global step ``step`` of a job that read the export with our reader
+    (``open_release(ref, export=ID)`` or the torch ``ReleaseDataset``): each rank's batch ``step``."""
+    job = S.ReaderJob(
+        seed=seed,
+        world_size=world_size,
+        batch_size=batch_size,
+        epoch=epoch,
+        num_workers=num_workers,
+        drop_last=drop_last,
+        shuffle=shuffle,
+        remainder=remainder,
+        window_blocks=window_blocks,
+        block_sequences=block_sequences,
+    )
+    return service.reader_step(export_id, step, job)

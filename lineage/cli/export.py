@@ -78,9 +78,10 @@ def export(
         print_json(result)
     elif result.shards:
         resumed = f" ({result.resumed_shards} kept from an interrupted run)" if result.resumed_shards else ""
+        where = f"{result.tier}:{result.path}" if result.tier else result.path  # a local folder has no tier
         console.print(
             f"wrote {result.rows:,} samples as {result.sequences:,} sequences, {result.tokens:,} tokens, in "
-            f"{len(result.shards)} {fmt} shards{resumed} to {result.tier}:{result.path} (export {result.export_id})"
+            f"{len(result.shards)} {fmt} shards{resumed} to {where} (export {result.export_id})"
         )
     else:
         console.print(f"wrote {result.rows:,} samples to {result.path}")
@@ -208,6 +209,60 @@ def training_step(
         for p in s.pieces:
             spans = (f"[{p.seq_start}, {p.seq_end})", f"[{p.doc_start}, {p.doc_end})")
             table.add_row(str(s.sample), p.sample_id, p.source_dataset, *spans)
+    console.print(table)
+
+
+def reader_step(
+    export_id: Annotated[str, typer.Argument(help="The export's id.")],
+    step: Annotated[int, typer.Argument(help="The global step (within --epoch).", min=0)],
+    seed: Annotated[int, typer.Option(help="The job's reader seed.")],
+    world_size: Annotated[int, typer.Option("--world-size", help="The job's ranks.")],
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Sequences per batch, per rank.")],
+    epoch: Annotated[int, typer.Option(help="The epoch (set_epoch).")] = 0,
+    num_workers: Annotated[int, typer.Option("--num-workers", help="DataLoader workers per rank.")] = 0,
+    drop_last: Annotated[bool, typer.Option("--drop-last", help="The DataLoader dropped short batches.")] = False,
+    shuffle: Annotated[bool, typer.Option("--shuffle/--no-shuffle", help="Whether the reader shuffled.")] = True,
+    remainder: Annotated[str, typer.Option(help="The reader's remainder: drop or pad.")] = "drop",
+    window_blocks: Annotated[int, typer.Option("--window-blocks")] = 4,
+    block_sequences: Annotated[int, typer.Option("--block-sequences")] = 256,
+    as_json: AsJson = False,
+) -> None:
+    """Which samples were in global step STEP of a job that read the export with our reader
+    (open_release(ref, export=ID), the torch ReleaseDataset), from the job's loader arguments."""
+    # start-up: the service schemas load the catalog models (SQLAlchemy)
+    from lineage.service.schemas import ReaderJob
+
+    with open_service() as service:
+        answer = guard(
+            lambda: service.reader_step(
+                export_id,
+                step,
+                ReaderJob(
+                    seed=seed,
+                    world_size=world_size,
+                    batch_size=batch_size,
+                    epoch=epoch,
+                    num_workers=num_workers,
+                    drop_last=drop_last,
+                    shuffle=shuffle,
+                    remainder=remainder,  # type: ignore[arg-type]
+                    window_blocks=window_blocks,
+                    block_sequences=block_sequences,
+                ),
+            ),
+            as_json=as_json,
+        )
+    if as_json:
+        print_json(answer)
+        return
+    table = Table(title=f"step {step} of export {export_id}, our reader's order")
+    for col in ("rank", "sequence", "sample", "source", "sequence tokens", "sample tokens"):
+        table.add_column(col, overflow="fold")
+    for batch in answer.ranks:
+        for q in batch.sequences:
+            for p in q.samples:
+                spans = (f"[{p.seq_start}, {p.seq_end})", f"[{p.doc_start}, {p.doc_end})")
+                table.add_row(str(batch.rank), str(q.sequence), p.sample_id, p.source_dataset, *spans)
     console.print(table)
 
 

@@ -49,6 +49,7 @@ def build_app() -> typer.Typer:
         export.exports,
         export.sequence,
         export.training_step,
+        export.reader_step,
         export.export_verify,
         dedupe.dedupe,
         gc.gc,

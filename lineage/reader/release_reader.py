@@ -77,6 +77,10 @@ class ServiceSource:
         replicas = [Location(r.tier, r.table_path, r.state, r.detail) for r in self.client.list_replicas(ref)]
         return manifest, release.content_digest, replicas
 
+    def export(self, export_id: str) -> Any:
+        """The export's catalog record (``ExportOut``: release, tier, path, manifest)."""
+        return self.client.get_export(export_id)
+
     def record_read(self, ref: str, job: str, world_size: int, rank: int, override_reason: str | None = None) -> None:
         self.client.record_read(
             ref, job=job, world_size=world_size, rank=rank, host=socket.gethostname(), override_reason=override_reason
@@ -147,6 +151,8 @@ class ReleaseReader:
         window_blocks: int = 4,
         string_views: bool = True,
         local_world_size: int | None = None,
+        worker: int = 0,
+        num_workers: int = 1,
         decode_threads: int | None = None,
         prefetch: bool = True,
         verify: bool = True,
@@ -192,14 +198,14 @@ class ReleaseReader:
             total = sum(b.rows for b in self.blocks)
             if total != manifest["row_count"]:
                 raise OSError(f"release {ref}: files hold {total} rows, manifest says {manifest['row_count']}")
-            self.shard = Shard(total, world_size, rank, remainder)
+            self.shard = Shard(total, world_size, rank, remainder, worker, num_workers)
         self.consumed = 0
         local = node_world_size(local_world_size)
-        # the node's cores are shared by its ranks: more decoders than that only contend, unless
-        # they mostly wait for an object store
+        # the node's cores are shared by its ranks (and their DataLoader workers): more decoders than
+        # that only contend, unless they mostly wait for an object store
         per_core = REMOTE_DECODERS_PER_CORE if self.files.remote else 1
         self._decode_threads = decode_threads or max(
-            1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // local)
+            1, min(MAX_DECODE_THREADS, per_core * (os.cpu_count() or 2) // (local * num_workers))
         )
         # a second window in flight keeps several decoders busy; with one it only costs memory
         self._prefetch = (2 if self._decode_threads > 1 else 1) if prefetch else 0
@@ -289,7 +295,7 @@ class ReleaseReader:
         for k, window in enumerate(self._decoded(read, len(pieces))):
             yield window
             if shared is not None and sharers[k] > 1:
-                shared.done(pieces[k].window, self.shard.rank, sharers[k])
+                shared.done(pieces[k].window, self.shard.reader, sharers[k])
 
     def _decoded(self, read: Callable[[int], Window], count: int) -> Iterator[Window]:
         """``read(0)``, …, ``read(count − 1)``: the next ``self._prefetch`` decode in the
@@ -375,6 +381,8 @@ class ReleaseReader:
             "world_size": self.shard.world_size,
             "rank": self.shard.rank,
             "remainder": self.shard.remainder,
+            "worker": self.shard.part,
+            "num_workers": self.shard.parts,
             "shuffle": self.shuffle,
             "window_blocks": self.window_blocks,
             "samples_consumed": self.consumed,
@@ -394,12 +402,15 @@ class ReleaseReader:
             ("world_size", self.shard.world_size),
             ("rank", self.shard.rank),
             ("remainder", self.shard.remainder),
+            ("worker", self.shard.part),
+            ("num_workers", self.shard.parts),
             ("shuffle", self.shuffle),
             ("window_blocks", self.window_blocks),
         ):
-            if state[key] != mine:
+            saved = state.get(key, {"worker": 0, "num_workers": 1}.get(key))  # states from before workers
+            if saved != mine:
                 raise Invalid(
-                    f"cannot resume: state has {key}={state[key]!r} but this reader has {mine!r}; resuming with a "
+                    f"cannot resume: state has {key}={saved!r} but this reader has {mine!r}; resuming with a "
                     "different world size or layout is not supported (ranks own contiguous slices of the order)"
                 )
         if not 0 <= state["samples_consumed"] <= self.shard.samples:
@@ -410,19 +421,3 @@ class ReleaseReader:
 def _stitched(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     """Batches (from two windows) as one record batch."""
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
-
-
-def open_release(ref: str, **kwargs: Any) -> ReleaseReader:
-    """Open ``name@tag`` for training: ``rank=``, ``world_size=``, ``seed=``, ``epoch=``,
-    ``batch_size=``, ``columns=``, ``as_dicts=``; see :class:`ReleaseReader`.
-
-    The manifest comes from the catalog, or from the HTTP service with ``url=`` and ``token=`` (or
-    the ``service_url``/``service_token`` settings, ``LINEAGE_SERVICE_URL``/``LINEAGE_SERVICE_TOKEN``),
-    or through a ``client=``; the data files are always read straight from the tiers.
-    ``decode_threads=`` overrides how many threads decode row groups (by default, the cores each
-    of the node's ``local_world_size`` ranks gets; twice that for an object store).
-    ``prefetch=False`` decodes each window when it is asked for, in the consumer's thread, for a
-    consumer that overlaps reading with training itself (the torch wrapper does this in DataLoader
-    workers).
-    """
-    return ReleaseReader(ref, **kwargs)

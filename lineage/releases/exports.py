@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sqlalchemy import select
@@ -29,7 +30,8 @@ from lineage import openlineage
 from lineage.catalog import Catalog, Export, Release
 from lineage.catalog.models import utcnow
 from lineage.errors import Invalid, NotFound
-from lineage.releases.megatron_order import gpt_order, step_parts
+from lineage.order.export import ReaderJob, step_sequences
+from lineage.releases.megatron_order import blending_indices, gpt_order, one_epoch_samples, sample_parts, step_parts
 from lineage.releases.tokenized import LINEAGE_SCHEMA, MANIFEST, TokenizedExport
 from lineage.settings import Settings
 from storage.checksum import file_digest
@@ -162,12 +164,24 @@ def verify_export(settings: Settings, row: Export) -> list[str]:
     return problems
 
 
-def _read_lineage(settings: Settings, row: Export, shards: list[dict[str, Any]], sample_id: str | None = None) -> Any:
+def _read_lineage(
+    settings: Settings,
+    row: Export,
+    shards: list[dict[str, Any]],
+    sample_id: str | None = None,
+    sequences: list[int] | None = None,
+) -> Any:
+    """The shards' sequence-lineage tables, only the rows of ``sample_id`` or of ``sequences`` if given
+    (row groups whose statistics rule them out are not read)."""
     tier, prefix = place(settings, row)
     tables = []
     for shard in shards:
         path = tier.path(prefix, shard["lineage"]["path"])
-        filters = [("sample_id", "=", sample_id)] if sample_id is not None else None
+        filters: list[tuple[str, str, Any]] | None = None
+        if sample_id is not None:
+            filters = [("sample_id", "=", sample_id)]
+        elif sequences is not None:
+            filters = [("sequence", ">=", min(sequences)), ("sequence", "<=", max(sequences))]
         try:
             tables.append(pq.read_table(path, filesystem=tier.filesystem, filters=filters, schema=LINEAGE_SCHEMA))
         except FileNotFoundError:
@@ -183,7 +197,7 @@ def sequence_samples(settings: Settings, row: Export, sequence: int) -> tuple[di
     if not 0 <= sequence < row.sequences:
         raise NotFound(f"export {row.export_id} has sequences 0..{row.sequences - 1}, not {sequence}")
     k = bisect.bisect_right([s["first_sequence"] for s in shards], sequence) - 1
-    (table,) = _read_lineage(settings, row, [shards[k]])
+    (table,) = _read_lineage(settings, row, [shards[k]], sequences=[sequence])
     table = table.filter(pc.equal(table["sequence"], sequence))
     return shards[k], table.sort_by("seq_start").to_pylist()
 
@@ -192,22 +206,67 @@ def megatron_step(
     settings: Settings, row: Export, step: int, seed: int, seq_len: int, global_batch_size: int, train_samples: int
 ) -> list[tuple[int, dict[str, Any], int, int]]:
     """(training sample, its document's lineage row, token start, token end) for each piece of each
-    sample that megatron-core's GPTDataset gives global step ``step`` (see :mod:`megatron_order`)."""
+    sample that megatron-core's GPTDataset gives global step ``step`` (see :mod:`megatron_order`): over
+    the one prefix of a one-shard export, or over the blend of every shard's prefix."""
     if row.format != "megatron":
         raise Invalid(f"export {row.export_id} is {row.format}: GPTDataset's order is for megatron exports")
     shards = row.manifest["shards"]
-    if len(shards) != 1:
+    if len(shards) == 1:
+        if (step + 1) * global_batch_size > train_samples:
+            raise Invalid(f"step {step} of {global_batch_size} samples is beyond the job's {train_samples} samples")
+        (table,) = _read_lineage(settings, row, shards)
+        docs = table.sort_by("shard_sequence").to_pylist()
+        sizes = np.array([d["length"] for d in docs], dtype=np.int64)
+        order = gpt_order(sizes, seed, seq_len, train_samples)
+        return [(p.sample, docs[p.document], p.start, p.end) for p in step_parts(order, sizes, step, global_batch_size)]
+    tables = [t.sort_by("shard_sequence").to_pylist() for t in _read_lineage(settings, row, shards)]
+    sizes_of = [np.array([d["length"] for d in docs], dtype=np.int64) for docs in tables]
+    weights = [one_epoch_samples(sizes, seq_len) for sizes in sizes_of]
+    if min(weights) < 1:
         raise Invalid(
-            f"export {row.export_id} has {len(shards)} shards, which GPTDataset reads as a blend of prefixes; "
-            "only a one-shard export's order is reproduced (export with a larger --shard-size)"
+            f"export {row.export_id} has a shard of fewer than {seq_len + 1} tokens: Megatron cannot blend it"
         )
-    if (step + 1) * global_batch_size > train_samples:
-        raise Invalid(f"step {step} of {global_batch_size} samples is beyond the job's {train_samples} samples")
-    (table,) = _read_lineage(settings, row, shards)
-    docs = table.sort_by("shard_sequence").to_pylist()
-    sizes = np.array([d["length"] for d in docs], dtype=np.int64)
-    order = gpt_order(sizes, seed, seq_len, train_samples)
-    return [(p.sample, docs[p.document], p.start, p.end) for p in step_parts(order, sizes, step, global_batch_size)]
+    size = min(train_samples, sum(weights))
+    if (step + 1) * global_batch_size > size:
+        raise Invalid(
+            f"step {step} of {global_batch_size} samples is beyond the job's {size} samples "
+            f"(a blend of {len(shards)} shards, one epoch of each)"
+        )
+    blend = blending_indices(weights, (step + 1) * global_batch_size)
+    orders: dict[int, Any] = {}
+    answer = []
+    for j in range(step * global_batch_size, (step + 1) * global_batch_size):
+        d, k = blend[j]
+        if d not in orders:
+            orders[d] = gpt_order(sizes_of[d], seed, seq_len, weights[d])
+        answer += [
+            (p.sample, tables[d][p.document], p.start, p.end) for p in sample_parts(orders[d], sizes_of[d], k, j)
+        ]
+    return answer
+
+
+def reader_step(
+    settings: Settings, row: Export, step: int, job: Any
+) -> list[tuple[int, list[tuple[int, list[dict[str, Any]]]]]]:
+    """(rank, [(sequence, its lineage rows in token order)]) for each rank's batch of global step ``step``
+    of a job that read the export with our reader (``job``: a ``ReaderJob``, see :mod:`lineage.order.export`)."""
+    order_job = ReaderJob(**job.model_dump())
+    batches = step_sequences(row.manifest, order_job, step)
+    wanted = sorted({k for _rank, seqs in batches for k in seqs})
+    shards = row.manifest["shards"]
+    firsts = [s["first_sequence"] for s in shards]
+    by_shard: dict[int, list[int]] = {}
+    for k in wanted:
+        by_shard.setdefault(bisect.bisect_right(firsts, k) - 1, []).append(k)
+    rows: dict[int, list[dict[str, Any]]] = {k: [] for k in wanted}
+    for index, ks in by_shard.items():
+        (table,) = _read_lineage(settings, row, [shards[index]], sequences=ks)
+        table = table.filter(pc.is_in(table["sequence"], pa.array(ks, pa.int64()))).sort_by(
+            [("sequence", "ascending"), ("seq_start", "ascending")]
+        )
+        for r in table.to_pylist():
+            rows[r["sequence"]].append(r)
+    return [(rank, [(k, rows[k]) for k in seqs]) for rank, seqs in batches]
 
 
 def sample_sequences(settings: Settings, row: Export, sample_id: str) -> list[dict[str, Any]]:

@@ -16,6 +16,13 @@ last partial sequence dropped (the training split's defaults). With ``numpy.rand
 * **shuffle index:** a permutation of the samples by the same random state (the final epoch's samples
   permuted separately when it was separated).
 
+**A blend of prefixes.** An export of several shards is read with every shard's prefix on
+``--data-path`` and no weights. megatron-core then builds each shard's GPTDataset over one epoch
+(``num_samples=None``: ``(tokens - 1) // seq_len`` samples, the same seed for each) and a
+``BlendedDataset`` over them, weighted by those sample counts, of ``min(train_samples, their sum)``
+samples: ``helpers.build_blending_indices`` gives sample ``j`` to the dataset whose share lags most,
+``argmax_d(weight_d * max(j, 1) - taken_d)`` (the first on ties), as that dataset's next sample.
+
 Megatron's pretraining sampler reads the shuffled samples in order, so global step ``t`` is samples
 ``t * global_batch_size .. (t + 1) * global_batch_size - 1``; ranks split each global batch in order.
 ``tests/lineage/releases/test_megatron_order.py`` checks the three indices against megatron-core's own.
@@ -93,13 +100,46 @@ class SamplePart:
 
 def step_parts(order: GptOrder, sizes: np.ndarray, step: int, global_batch_size: int) -> list[SamplePart]:
     """The documents and token ranges of every training sample of global step ``step``."""
+    return [
+        part
+        for j in range(step * global_batch_size, (step + 1) * global_batch_size)
+        for part in sample_parts(order, sizes, j, j)
+    ]
+
+
+def sample_parts(order: GptOrder, sizes: np.ndarray, index: int, sample: int) -> list[SamplePart]:
+    """The documents and token ranges of item ``index`` of a GPTDataset (``dataset[index]``), labelled
+    as training sample ``sample``."""
+    k = int(order.shuffle_index[index])
+    (beg, beg_off), (end, end_off) = order.sample_index[k], order.sample_index[k + 1]
     parts = []
-    for j in range(step * global_batch_size, (step + 1) * global_batch_size):
-        k = int(order.shuffle_index[j])
-        (beg, beg_off), (end, end_off) = order.sample_index[k], order.sample_index[k + 1]
-        for pos in range(int(beg), int(end) + 1):
-            doc = int(order.document_index[pos])
-            start = int(beg_off) if pos == beg else 0
-            stop = int(end_off) + 1 if pos == end else int(sizes[doc])
-            parts.append(SamplePart(j, doc, start, stop))
+    for pos in range(int(beg), int(end) + 1):
+        doc = int(order.document_index[pos])
+        start = int(beg_off) if pos == beg else 0
+        stop = int(end_off) + 1 if pos == end else int(sizes[doc])
+        parts.append(SamplePart(sample, doc, start, stop))
     return parts
+
+
+def one_epoch_samples(sizes: np.ndarray, seq_len: int) -> int:
+    """The samples of a GPTDataset built with ``num_samples=None`` (one epoch), as in a blend."""
+    return (int(np.asarray(sizes, dtype=np.int64).sum()) - 1) // seq_len
+
+
+def blending_indices(weights: list[int], count: int) -> list[tuple[int, int]]:
+    """(dataset, its sample) of the first ``count`` samples of a BlendedDataset over datasets of
+    ``weights`` samples (``helpers.build_blending_indices`` with the normalized weights)."""
+    total = float(sum(weights))
+    shares = [w / total for w in weights]
+    taken = [0] * len(weights)
+    out = []
+    for j in range(count):
+        at = max(float(j), 1.0)
+        best, error = 0, shares[0] * at - taken[0]
+        for d in range(1, len(shares)):
+            e = shares[d] * at - taken[d]
+            if e > error:
+                best, error = d, e
+        out.append((best, taken[best]))
+        taken[best] += 1
+    return out

@@ -70,6 +70,9 @@ LINEAGE_SCHEMA = pa.schema(
     ]
 )
 MANIFEST_FORMAT = 1
+# rows per row group of a sequence-lineage table: "the samples of sequence k" reads only the row group
+# whose sequence statistics hold k, not the shard's whole table
+LINEAGE_ROW_GROUP = 4096
 
 
 @dataclass(frozen=True)
@@ -385,7 +388,7 @@ def sequence_lineage(shard: int, first: int, batch: list[Sequence]) -> bytes:
             ):
                 rows[key].append(value)
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.table(rows, schema=LINEAGE_SCHEMA), sink, compression="zstd", row_group_size=1 << 16)
+    pq.write_table(pa.table(rows, schema=LINEAGE_SCHEMA), sink, compression="zstd", row_group_size=LINEAGE_ROW_GROUP)
     return sink.getvalue().to_pybytes()
 
 

@@ -54,6 +54,9 @@ MAX_LIMIT = 1000
 VERDICTS = ("kept", "dropped", "modified")  # operators.lineage_records.Verdict, without loading pyarrow
 
 
+MAX_STEP_SEQUENCES = 1 << 20  # sequences one reader_step answer may hold (every rank's batch)
+
+
 class Service:
     """One per process (the HTTP app) or per in-process client; thread-safe."""
 
@@ -779,6 +782,41 @@ class Service:
             global_batch_size=global_batch_size,
             train_samples=train_samples,
             samples=[S.StepSample(sample=k, pieces=v) for k, v in samples.items()],
+        )
+
+    def reader_step(self, export_id: str, step: int, job: S.ReaderJob) -> S.ReaderStep:
+        """Which samples were in global step ``step`` of a training job that read the export with our
+        reader (``open_release(ref, export=ID)`` / the torch ``ReleaseDataset``), given the job's recorded
+        loader arguments: each rank's batch ``step``, sequence by sequence."""
+        from lineage.releases import exports  # start-up: pyarrow
+
+        if step < 0:
+            raise BadRequest("step must be >= 0")
+        with self.catalog.session() as s:  # an unknown export is a 404 whatever the job
+            row = exports.get_export(s, export_id)
+            s.expunge(row)
+        if job.world_size * job.batch_size > MAX_STEP_SEQUENCES:
+            raise BadRequest(
+                f"a step of world_size × batch_size > {MAX_STEP_SEQUENCES:,} sequences is too large to answer"
+            )
+        if job.world_size > row.sequences:
+            raise BadRequest(
+                f"world_size {job.world_size} is more ranks than export {export_id}'s {row.sequences} sequences"
+            )
+        batches = exports.reader_step(self.settings, row, step, job)
+        return S.ReaderStep(
+            export_id=export_id,
+            step=step,
+            job=job,
+            ranks=[
+                S.RankBatch(
+                    rank=rank,
+                    sequences=[
+                        S.ExportSequenceSamples(sequence=k, samples=[_piece(r) for r in rows]) for k, rows in seqs
+                    ],
+                )
+                for rank, seqs in batches
+            ],
         )
 
     def verify_export(self, export_id: str) -> S.ExportVerification:

@@ -113,6 +113,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "sample_sequences", Kind.CATALOG, Http("GET", "/exports/{export_id}/samples/{sample_id}/sequences"), "sequence"
     ),
     Operation("training_step", Kind.CATALOG, Http("GET", "/exports/{export_id}/steps/{step}"), "training-step"),
+    Operation("reader_step", Kind.CATALOG, Http("GET", "/exports/{export_id}/reader-steps/{step}"), "reader-step"),
     # -- OpenLineage intake and the graph -------------------------------------------------------
     Operation("post_lineage_event", Kind.CATALOG, Http("POST", "/lineage"), "lineage-event", service="ingest_event"),
     Operation("lineage_graph", Kind.CATALOG, Http("GET", "/lineage"), "lineage-graph"),

@@ -558,6 +558,47 @@ class TrainingStep(BaseModel):
     samples: list[StepSample]
 
 
+class ReaderJob(BaseModel):
+    """How a training job read an export with our reader: each rank ``r`` iterated
+    ``ReleaseDataLoader(ReleaseDataset(ref, export=ID, rank=r, world_size=..., seed=..., epoch=...,
+    remainder=..., shuffle=..., window_blocks=..., block_sequences=...), batch_size=..., num_workers=...,
+    drop_last=...)`` (or ``open_release(ref, export=ID, ...)`` in batches, ``num_workers=0``)."""
+
+    seed: int = Field(ge=0)
+    world_size: int = Field(ge=1)
+    batch_size: int = Field(ge=1, description="Per rank: the DataLoader's batch size.")
+    epoch: int = Field(0, ge=0)
+    num_workers: int = Field(0, ge=0, le=1024)
+    drop_last: bool = False
+    shuffle: bool = True
+    remainder: Literal["drop", "pad"] = "drop"
+    window_blocks: int = Field(4, ge=1)
+    block_sequences: int = Field(256, ge=1)
+
+
+class RankBatch(BaseModel):
+    """One rank's batch of the step: the export's sequences in batch order, and the samples in each."""
+
+    rank: int
+    sequences: list[ExportSequenceSamples]
+
+
+class ExportSequenceSamples(BaseModel):
+    sequence: int = Field(description="The global sequence index (what the reader yields as ``sequence``).")
+    samples: list[SequencePiece]
+
+
+class ReaderStep(BaseModel):
+    """The samples of global step ``step`` (of epoch ``job.epoch``) of a job that read the export with our
+    reader: batch ``step`` of every rank."""
+
+    export_id: str
+    step: int
+    order: Literal["lineage-reader"] = "lineage-reader"
+    job: ReaderJob
+    ranks: list[RankBatch]
+
+
 class ExportVerification(BaseModel):
     export_id: str
     tier: str | None

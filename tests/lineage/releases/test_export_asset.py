@@ -188,6 +188,8 @@ def test_the_cli_exports_and_answers_sequence_lineage(
         lineage(home, *args, "--seq-len", "127", "--pack", "--shard-size", "16KiB", "--json").stdout
     )
     assert made.format == "mds" and made.sequences and Path(made.path) == out / "deb-t.mds"
+    again = lineage(home, *args, "--seq-len", "127", "--pack", "--shard-size", "16KiB", COLUMNS="1000").stdout
+    assert f"to {made.path} (export {made.export_id})" in " ".join(again.split())  # no "None:" tier for a folder
     assert "1 training exports" in lineage(home, "exports").stdout
     shown = S.ExportOut.model_validate_json(lineage(home, "exports", made.export_id, "--json").stdout)
     assert [S.ExportShard.model_validate(s) for s in shown.manifest["shards"]] == made.shards
@@ -253,6 +255,49 @@ def test_which_samples_were_in_a_megatron_training_step(
             assert rebuilt == text.tolist() and s.pieces[-1].seq_end == len(text) == 65
     with pytest.raises(errors.Invalid, match="beyond the job"):
         local.training_step(made.export_id, 300, **job)
-    several = local.export_release(REF, tmp_path / "more", "megatron", tokenizer=tokenizer_file, shard_size=16 << 10)
-    with pytest.raises(errors.Invalid, match="blend of prefixes"):
-        local.training_step(several.export_id, 0, **job)
+
+
+def test_which_samples_were_in_a_step_of_a_megatron_blend_of_shards(
+    local: Client, over_http: Client, tokenizer_file: Path, tmp_path: Path
+) -> None:
+    """A several-shard export read with every shard's prefix on --data-path (no weights): checked against
+    megatron-core's own BlendedMegatronDatasetBuilder, BlendedDataset and per-shard GPTDatasets."""
+    import logging
+    import types
+
+    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
+
+    made = local.export_release(REF, tmp_path / "more", "megatron", tokenizer=tokenizer_file, shard_size=12 << 10)
+    assert len(made.shards) >= 3
+    docs = documents(local, tokenizer_file, tmp_path)
+    job = {"seed": 7, "sequence_length": 32, "global_batch_size": 6, "train_samples": 6 * 40}
+    prefixes = [str((Path(made.path) / s.files[0].path).with_suffix("")) for s in made.shards]
+    config = GPTDatasetConfig(
+        random_seed=job["seed"],
+        sequence_length=job["sequence_length"],
+        blend=(prefixes, None),
+        split="1,0,0",
+        reset_position_ids=False,
+        reset_attention_mask=False,
+        eod_mask_loss=False,
+        tokenizer=types.SimpleNamespace(vocab_size=800, eod=0, pad=1, unique_identifiers={"t": 1}),
+        path_to_cache=None,
+    )
+    logging.getLogger("megatron").setLevel(logging.ERROR)
+    blend, _valid, _test = BlendedMegatronDatasetBuilder(
+        GPTDataset, [job["train_samples"], None, None], lambda: True, config
+    ).build()
+    assert len(blend) == job["train_samples"] and len(set(blend.dataset_index[: len(blend)].tolist())) >= 3
+
+    for step in (0, 13, 39):
+        answers = [c.training_step(made.export_id, step, **job) for c in (local, over_http)]
+        assert answers[0] == answers[1]
+        assert [s.sample for s in answers[0].samples] == list(range(step * 6, step * 6 + 6))
+        for s in answers[0].samples:
+            dataset = blend.datasets[int(blend.dataset_index[s.sample])]
+            text, _ = dataset._query_document_sample_shuffle_indices(int(blend.dataset_sample_index[s.sample]))
+            rebuilt = [t for p in s.pieces for t in docs[p.sample_id][1][p.doc_start : p.doc_end]]
+            assert rebuilt == text.tolist() and len(text) == 33
+    with pytest.raises(errors.Invalid, match="beyond the job's 240 samples"):
+        local.training_step(made.export_id, 40, **job)
