@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from lineage import openlineage
 from lineage.catalog import Catalog, Export, Release
 from lineage.catalog.models import utcnow
-from lineage.errors import Invalid, NotFound
+from lineage.errors import DataPurged, Invalid, NotFound
 from lineage.order.export import ReaderJob, step_sequences
 from lineage.releases.megatron_order import blending_indices, gpt_order, one_epoch_samples, sample_parts, step_parts
 from lineage.releases.tokenized import LINEAGE_SCHEMA, MANIFEST, TokenizedExport
@@ -123,11 +123,14 @@ def export_events(release: Release, m: dict[str, Any], settings: Settings) -> li
     ]
 
 
-def get_export(s: Session, export_id: str) -> Export:
-    """The export's first recorded place (every place holds the same bytes)."""
+def get_export(s: Session, export_id: str, *, files: bool = False) -> Export:
+    """The export's first recorded place (every place holds the same bytes). With ``files`` (the caller
+    reads them), one a takedown's purge deleted is refused clearly, not as a missing file."""
     row = s.scalars(select(Export).where(Export.export_id == export_id).order_by(Export.id)).first()
     if row is None:
         raise NotFound(f"export {export_id} does not exist")
+    if files and row.purged_by is not None:
+        raise DataPurged(f"export {export_id} was deleted by takedown request {row.purged_by}'s purge")
     return row
 
 

@@ -708,7 +708,7 @@ class Service:
         from lineage.releases import exports  # start-up: pyarrow
 
         with self.catalog.session() as s:
-            row = exports.get_export(s, export_id)
+            row = exports.get_export(s, export_id, files=True)
             s.expunge(row)
         shard, rows = exports.sequence_samples(self.settings, row, sequence)
         return S.ExportSequence(
@@ -725,7 +725,7 @@ class Service:
         from lineage.releases import exports  # start-up: pyarrow
 
         with self.catalog.session() as s:
-            row = exports.get_export(s, export_id)
+            row = exports.get_export(s, export_id, files=True)
             s.expunge(row)
         rows = exports.sample_sequences(self.settings, row, sample_id)
         return S.SampleSequences(
@@ -758,7 +758,7 @@ class Service:
         if min(step, seed) < 0 or min(sequence_length, global_batch_size, train_samples) < 1:
             raise BadRequest("step and seed must be >= 0; sequence length, batch size and train samples >= 1")
         with self.catalog.session() as s:
-            row = exports.get_export(s, export_id)
+            row = exports.get_export(s, export_id, files=True)
             s.expunge(row)
         parts = exports.megatron_step(self.settings, row, step, seed, sequence_length, global_batch_size, train_samples)
         samples: dict[int, list[S.SequencePiece]] = {}
@@ -793,7 +793,7 @@ class Service:
         if step < 0:
             raise BadRequest("step must be >= 0")
         with self.catalog.session() as s:  # an unknown export is a 404 whatever the job
-            row = exports.get_export(s, export_id)
+            row = exports.get_export(s, export_id, files=True)
             s.expunge(row)
         if job.world_size * job.batch_size > MAX_STEP_SEQUENCES:
             raise BadRequest(
@@ -824,7 +824,7 @@ class Service:
         from lineage.releases import exports  # start-up: pyarrow
 
         with self.catalog.session() as s:
-            row = exports.get_export(s, export_id)
+            row = exports.get_export(s, export_id, files=True)
             s.expunge(row)
         problems = exports.verify_export(self.settings, row)
         files = sum(len(shard["files"]) + 1 for shard in row.manifest["shards"])

@@ -103,6 +103,8 @@ def test_purge_leaves_no_removed_text_under_any_tier_and_keeps_live_data(world: 
         open_release("clean@v1", settings=settings, override_reason="legal hold")
     with pytest.raises(errors.DataPurged):
         client.export_release("clean@v1", "/tmp/never", override_reason="legal hold")
+    with pytest.raises(errors.DataPurged, match="deleted by takedown request"):
+        client.export_sequence(purged.exports_purged[0], 0)
     assert client.sample_lineage(sample_id("raw", "id:o1")).versions  # lineage is kept
 
     assert {r.state for r in client.list_replicas("clean@v1")} == {"removed"}  # placement has nothing to move
