@@ -7,7 +7,9 @@ Run with the benchmark venv (it has datatrove; ``benchmarks/setup_bench_env.sh``
     benchmarks/.venv/bin/python benchmarks/decontaminate.py --docs 2000 --items 200   # a smoke run
 
 * **ours**: :class:`operators.contamination.index.EvalIndex` (numba unit stream, 64-bit preselection,
-  exact string confirmation), one batch of 4,096 texts at a time.
+  exact byte confirmation), one batch of 4,096 texts at a time, as the release check runs it
+  (``EvalIndex.matches``: Python objects only for the documents that match; the others share one empty
+  answer).
 * **plain Python**: a set of the items' n-gram strings and, per document, a loop over its n-grams
   (NFKC + lower case + P*/S* deleted + split, as ours normalises).
 * **datatrove**: ``NGramsDecontFilter`` over an index of our eval set written in the format its indexer
@@ -126,14 +128,21 @@ class PlainPython:
         return out
 
 
+_NONE = frozenset()  # the documents without a match share one empty answer
+
+
 def ours(items: dict[str, str], p: NgramParams) -> Callable[[list[str]], list[set[str]]]:
     index = EvalIndex(p)
     index.add("bench:v1", list(items), pa.array(list(items.values())))
 
     def run(docs: list[str]) -> list[set[str]]:
-        out = []
+        out: list[set[str]] = []
         for i in range(0, len(docs), 4096):
-            out += [{m.item.item_id for m in probe.matches} for probe in index.probe(pa.array(docs[i : i + 4096]))]
+            found = index.matches(pa.array(docs[i : i + 4096]))
+            batch: list[set[str]] = [_NONE] * len(found.sample_ngrams)  # type: ignore[list-item]
+            for d, matches in found.by_doc.items():
+                batch[d] = {m.item.item_id for m in matches}
+            out += batch
         return out
 
     return run

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from lineage.errors import Invalid
 from lineage.settings import Settings
-from operators.contamination.index import EvalIndex, Probe
+from operators.contamination.index import EvalIndex, Matches, Probe
 from operators.contamination.operator import is_contaminated, load_index
 from operators.contamination.params import NgramParams
 from pipelines.engines import check_engine, engine_module
@@ -89,13 +89,16 @@ class ScanTask:
                 for batch in pq.ParquetFile(fh).iter_batches(batch_size=self.batch_rows, columns=["sample_id", "text"]):
                     rows += batch.num_rows
                     if len(index):
-                        ids = batch.column("sample_id").to_pylist()
-                        hits += self._hits(ids, index.probe(batch.column("text")))
+                        found = index.matches(batch.column("text"))
+                        if found.by_doc:
+                            ids = batch.column("sample_id")
+                            hits += self._hits({d: ids[d].as_py() for d in found.by_doc}, found)
         return ScanResult(rows, hits)
 
-    def _hits(self, ids: list[str], probes: list[Probe]) -> list[Hit]:
+    def _hits(self, ids: dict[int, str], found: Matches) -> list[Hit]:
         out = []
-        for sample, probe in zip(ids, probes, strict=True):
+        for d, matches in found.by_doc.items():
+            sample, probe = ids[d], Probe(int(found.sample_ngrams[d]), matches)
             for m in probe.matches:
                 if is_contaminated(Probe(probe.sample_ngrams, (m,)), self.threshold, self.coverage):
                     out.append(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import NamedTuple
 
 import numba
@@ -245,6 +246,14 @@ class Probe(NamedTuple):  # a tuple: made once a sample, cheaply
     matches: tuple[Match, ...]
 
 
+@dataclass(frozen=True)
+class Matches:
+    """A batch probed: each text's n-gram count, and the matches of those with any, by position."""
+
+    sample_ngrams: np.ndarray
+    by_doc: dict[int, tuple[Match, ...]]
+
+
 class EvalIndex:
     """The n-grams of eval items (of one or several eval set versions), for exact probing.
 
@@ -353,6 +362,15 @@ class EvalIndex:
 
     def probe(self, texts: pa.Array | pa.ChunkedArray) -> list[Probe]:
         """Each text's matches against the index (see the module for the measures)."""
+        found = self.matches(texts)
+        probes = list(map(Probe, found.sample_ngrams.tolist(), repeat((), len(found.sample_ngrams))))
+        for d, matches in found.by_doc.items():
+            probes[d] = Probe(probes[d].sample_ngrams, matches)
+        return probes
+
+    def matches(self, texts: pa.Array | pa.ChunkedArray) -> Matches:
+        """:meth:`probe`, sparse: every text's n-gram count, and the matches of the texts that have any
+        (what a release check needs; most texts match nothing and get no object)."""
         data, offsets = folded(texts)
         n_docs = len(offsets) - 1
         cjk = self._modes(data, offsets)
@@ -380,11 +398,9 @@ class EvalIndex:
             )  # fmt: skip
             hit_docs.append(docs)
             hit_grams.append(grams)
-        return self._probes(n_docs, sample_ngrams, hit_docs, hit_grams)
+        return Matches(sample_ngrams, self._matches(hit_docs, hit_grams))
 
-    def _probes(
-        self, n_docs: int, sample_ngrams: np.ndarray, hit_docs: list[np.ndarray], hit_grams: list[np.ndarray]
-    ) -> list[Probe]:
+    def _matches(self, hit_docs: list[np.ndarray], hit_grams: list[np.ndarray]) -> dict[int, tuple[Match, ...]]:
         """Matches per (sample, item) from the confirmed windows, counted with numpy (hits are few)."""
         found: dict[int, tuple[Match, ...]] = {}
         docs = np.concatenate(hit_docs) if hit_docs else np.zeros(0, dtype=np.int64)
@@ -406,4 +422,4 @@ class EvalIndex:
             for p, w, c in zip(pair[starts].tolist(), windows.tolist(), distinct.tolist(), strict=True):
                 d, i = divmod(p, len(self.items))
                 found[d] = (*found.get(d, ()), Match(self.items[i], c, w))
-        return [Probe(n, found.get(d, ())) for d, n in enumerate(sample_ngrams.tolist())]
+        return found

@@ -206,7 +206,8 @@ def _many(world: World) -> str:
     if svc.list_releases(name="many").total:
         return "many@v1"
     records = [
-        {"id": f"copy{i:03d}", "text": f"Copy {i} of the quiz: {LONG_EN} Mars Venus Jupiter Saturn"} for i in range(MANY)
+        {"id": f"copy{i:03d}", "text": f"Copy {i} of the quiz: {LONG_EN} Mars Venus Jupiter Saturn"}
+        for i in range(MANY)
     ]
     write_jsonl(world.root / "many" / "many.jsonl", [*records, {"id": "clean", "text": CLEAN[0]}])
     pipeline = {
