@@ -3,9 +3,12 @@
 :func:`resolve_sources` turns eval set references (``NAME:vN``, ``NAME``, collections; none: every active
 eval set at its latest version) into the pinned Delta versions of their items, as the ``decontaminate``
 operator and :func:`check_version` read them. :func:`check_version` is one streaming pass over a dataset
-version's texts, batch by batch, probing the eval n-grams (:mod:`operators.contamination.index`): the
-release is never loaded whole, and never changed. Its report, per eval set version: the items
-contaminated (with the samples containing each), the samples involved, and the share of the set.
+version's texts on an engine (local, Spark or Ray: :mod:`lineage.releases.contamination_jobs`), batch by
+batch, probing the eval n-grams (:mod:`operators.contamination.index`): the release is never loaded
+whole, and never changed. Its report, per eval set version: the items contaminated (with the first
+100 samples containing each), the samples involved, and the share of the set. :func:`record_hits`
+stores every (item, sample) hit in the catalog, so each eval item has the full list of samples that
+contain it (``Service.evalset_item_samples``), whatever its length.
 """
 
 from __future__ import annotations
