@@ -98,6 +98,7 @@ def plant_copy(spec: PipelineSpec, copy: Path) -> dict[str, str]:
         planted[item_id] = record_id
     for inp in spec.inputs:
         src = Path(inp.path or "")
+        src = src if src.is_absolute() else (spec.base_dir or EXAMPLES) / src
         dst = copy / src.name
         with gzip.open(src, "rb") as fin, gzip.GzipFile(dst, "wb", mtime=0) as fout:
             shutil.copyfileobj(fin, fout)

@@ -56,7 +56,9 @@ def gate_record(
         return None
     results = evaluate_gate(report, gate)
     failures = [r for r in results if not r["passed"]]
-    record: dict[str, Any] = {"conditions": gate.model_dump(), "results": results, "override": None}
+    # where the check ran is not a condition (every engine gives the same report)
+    conditions = gate.model_dump(exclude={"check_engine"})
+    record: dict[str, Any] = {"conditions": conditions, "results": results, "override": None}
     if not enforce or not failures:
         return record
     if not override_reason:
