@@ -32,7 +32,7 @@ def _digests() -> dict[str, str]:
 def test_the_demo_plants_eval_items_in_a_copy_and_catches_them(tmp_path: Path) -> None:
     before = _digests()
     data, home = _small_corpus(tmp_path / "data"), tmp_path / "home"
-    out = lineage(home, "demo", "--data-dir", str(data), COLUMNS="250").stdout
+    out = lineage(home, "demo", "--data-dir", str(data)).stdout
     assert "debian-quiz:v1: 8 items (registered)" in out
     assert re.search(r"debian-quiz:v1\s*│\s*3 of 8\s*│\s*37\.50%\s*│\s*3\s*│\s*at publish", out), out
     for item_id, _, _ in PLANTED:
@@ -43,8 +43,8 @@ def test_the_demo_plants_eval_items_in_a_copy_and_catches_them(tmp_path: Path) -
     copy = home / "demo-corpus"
     planted = gzip.decompress((copy / "debian_en.jsonl.gz").read_bytes()).decode("utf-8")
     assert planted.count('"id": "planted-') == 2 and (copy / "debian_zh.jsonl.gz").exists()
-    digest = re.search(r"content digest (\S+)", out)
+    digest = re.search(r"debian-clean@demo \(published\) digest (\S+)", out)
     assert digest is not None
-    again = lineage(home, "demo", "--data-dir", str(data), COLUMNS="250").stdout
+    again = lineage(home, "demo", "--data-dir", str(data)).stdout
     assert "already registered, no-op" in again and "already published with identical content (no-op)" in again
-    assert f"content digest {digest.group(1)}" in again  # the copy is byte-identical, so is the release
+    assert f"debian-clean@demo (published) digest {digest.group(1)}" in again  # a byte-identical copy, release
