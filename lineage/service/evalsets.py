@@ -414,16 +414,15 @@ def item_samples(
 ) -> S.ItemSamples:
     """The samples of a release's (or a dataset version's) that contain item ``item_id`` of ``name:vN``, as
     its last contamination check (at publish, or ``evalset check``) recorded them: all of them, paged."""
-    if (release is None) == (dataset is None):
+    leaf = version_row(s, name, version)  # what does not exist is NotFound first, then a bad combination
+    found_release = queries.get_release(s, release) if release is not None else None
+    found_version = queries.dataset_version(s, dataset, dataset_version) if dataset is not None else None
+    if (found_release is None) == (found_version is None):
         raise Invalid("name either a release (NAME@TAG) or a dataset (and its version), not both or neither")
-    leaf = version_row(s, name, version)
     if leaf.dataset_version_id is None:
         raise Invalid(f"{leaf.ref} is a collection: ask for an item of one of its members ({', '.join(leaf.members)})")
-    if release is not None:
-        dv = queries.get_release(s, release).dataset_version
-    else:
-        assert dataset is not None
-        dv = queries.dataset_version(s, dataset, dataset_version)
+    dv = found_release.dataset_version if found_release is not None else found_version
+    assert dv is not None
     found = s.scalars(
         select(ContaminationScan).where(
             ContaminationScan.dataset_version_id == dv.id, ContaminationScan.eval_set_version_id == leaf.id

@@ -91,3 +91,17 @@ def test_matching_rests_on_the_strings_when_every_hash_collides(bits: int) -> No
     idx.add("mmlu-zh:v1", list(items), pa.array(list(items.values())))
     for doc, probe in zip(docs, idx.probe(pa.array(docs)), strict=True):
         assert {m.item.item_id: m.item_ngrams for m in probe.matches} == contained(items, doc, params), doc[:80]
+
+
+def test_fold_takes_ascii_texts_on_the_fast_path_with_the_same_result() -> None:
+    """``fold`` lower-cases ASCII texts without NFKC (NFKC leaves ASCII unchanged) and runs NFKC only on
+    the others: the same strings as NFKC + lower-casing everything, nulls as empty strings."""
+    import pyarrow.compute as pc
+
+    from operators.minhash.normalize import fold
+
+    texts = pa.array(["Plain ASCII Text", "Ｆｕｌｌ-width ＡＢＣ", None, "ĲSSEL ﬁne Straße", "", "MiXeD 中文 TEXT"])
+    want = pc.utf8_lower(pc.utf8_normalize(pc.fill_null(texts, ""), "NFKC"))
+    assert fold(texts).to_pylist() == want.to_pylist()
+    assert fold(pa.array(["ONLY ascii", None])).to_pylist() == ["only ascii", ""]
+    assert fold(pa.chunked_array([["A"], ["Ｂ"]])).to_pylist() == ["a", "b"]
