@@ -519,9 +519,37 @@ class Client:
             lambda: self.service.release_evals(ref), "GET", f"/releases/{name}/{tag}/evals", S.ReleaseEvals
         )
 
-    def check_evalset(self, ref: str, *, releases: list[str] | None = None) -> S.EvalSetCheck:
-        """Check published releases (None: all) against eval set ``ref``, recording the result on each."""
-        return self._in_process("check_evalset", lambda: self.service.check_evalset(ref, releases=releases))
+    def evalset_item_samples(
+        self,
+        ref: str,
+        item_id: str,
+        *,
+        release: str | None = None,
+        dataset: str | None = None,
+        dataset_version: int | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> S.ItemSamples:
+        """Every sample of ``release`` (or ``dataset`` at ``dataset_version``) containing item ``item_id`` of
+        eval set ``ref`` (``NAME:vN``; ``NAME``: its latest version), one page at a time."""
+        name, version = _evalset_ref(ref)
+        if version is None:
+            version = self.get_evalset(name).latest_version or 0
+        params = {"release": release, "dataset": dataset, "dataset_version": dataset_version}
+        return self._call(
+            lambda: self.service.evalset_item_samples(name, version, item_id, **params, limit=limit, offset=offset),
+            "GET",
+            f"/evalsets/{_q(name)}/versions/{version}/items/{_q(item_id)}/samples",
+            S.ItemSamples,
+            params={**params, "limit": limit, "offset": offset},
+        )
+
+    def check_evalset(self, ref: str, *, releases: list[str] | None = None, engine: str = "local") -> S.EvalSetCheck:
+        """Check published releases (None: all) against eval set ``ref`` on ``engine`` (local, spark, ray),
+        recording the result on each."""
+        return self._in_process(
+            "check_evalset", lambda: self.service.check_evalset(ref, releases=releases, engine=engine)
+        )
 
     def register_evalset(
         self,

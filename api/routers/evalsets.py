@@ -9,10 +9,11 @@ from fastapi import APIRouter, Body, Query
 from fastapi import Path as PathParam
 
 from api.deps import CallerFirstRoute, Reader, ServiceDep, Writer
-from api.routers.common import Limit, Name, Offset, Tag, VersionNumber
+from api.routers.common import Limit, Name, Offset, SampleId, Tag, VersionNumber
 from lineage.service import schemas as S
 from lineage.service.evalsets import NAME_MAX
-from storage.names import NAME_PATTERN
+from storage.names import NAME_MAX as DATASET_NAME_MAX
+from storage.names import NAME_PATTERN, RELEASE_REF_PATTERN
 
 router = APIRouter(tags=["evalsets"], route_class=CallerFirstRoute)
 
@@ -84,6 +85,39 @@ def record_eval_run(body: S.EvalRunCreate, service: ServiceDep, who: Writer) -> 
 def get_eval_run(run_id: RunId, service: ServiceDep, _: Reader) -> Any:
     """The eval run, the releases its model trained on, and whether they held items of the eval set."""
     return service.get_eval_run(run_id)
+
+
+@router.get("/evalsets/{name}/versions/{version}/items/{item_id}/samples", response_model=S.ItemSamples)
+def evalset_item_samples(
+    name: EvalSetName,
+    version: VersionNumber,
+    item_id: SampleId,
+    service: ServiceDep,
+    _: Reader,
+    limit: Limit = None,
+    offset: Offset = 0,
+    release: Annotated[
+        str | None, Query(pattern=RELEASE_REF_PATTERN, max_length=300, description="A release, NAME@TAG.")
+    ] = None,
+    dataset: Annotated[
+        str | None, Query(pattern=NAME_PATTERN, max_length=DATASET_NAME_MAX, description="A dataset.")
+    ] = None,
+    dataset_version: Annotated[
+        int | None, Query(ge=1, le=2**31 - 1, description="The dataset's version (default: its latest).")
+    ] = None,
+) -> Any:
+    """Every sample of the release (or dataset version) that contains the item, as its last check
+    recorded them, in sample id order, one page at a time."""
+    return service.evalset_item_samples(
+        name,
+        version,
+        item_id,
+        release=release,
+        dataset=dataset,
+        dataset_version=dataset_version,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.get("/releases/{name}/{tag}/evals", response_model=S.ReleaseEvals)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, MappedAsDataclass, mapped_column, relationship
 
 
@@ -363,6 +363,38 @@ class EvalRun(Base):
     recorded_by: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
     eval_set_version: Mapped[EvalSetVersion] = relationship(default=None, repr=False)
+
+
+class ContaminationScan(Base):
+    """One check of a dataset version (a release's) against one eval set version (issue #19: "each eval
+    item gets the list of samples that contain it"): its rule and counts; its hits list every sample."""
+
+    __tablename__ = "contamination_scans"
+    __table_args__ = (UniqueConstraint("dataset_version_id", "eval_set_version_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, init=False)
+    dataset_version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id"), index=True)
+    eval_set_version_id: Mapped[int] = mapped_column(ForeignKey("eval_set_versions.id"), index=True)
+    threshold: Mapped[float] = mapped_column(Float)
+    coverage: Mapped[str] = mapped_column(String(20))
+    checked_samples: Mapped[int] = mapped_column(BigInteger)
+    contaminated_items: Mapped[int] = mapped_column(BigInteger)
+    checked_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+
+
+class ContaminationHit(Base):
+    """A sample of a checked version containing an eval item above the check's threshold, with the
+    item's and the sample's matched n-grams. Keyed for paging one item's samples in order."""
+
+    __tablename__ = "contamination_hits"
+
+    scan_id: Mapped[int] = mapped_column(ForeignKey("contamination_scans.id"), primary_key=True)
+    item_id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    sample_id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    matched_item_ngrams: Mapped[int] = mapped_column(Integer)
+    item_ngrams: Mapped[int] = mapped_column(Integer)
+    matched_sample_ngrams: Mapped[int] = mapped_column(Integer)
+    sample_ngrams: Mapped[int] = mapped_column(Integer)
 
 
 class Export(Base):

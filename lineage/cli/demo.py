@@ -1,8 +1,17 @@
-"""``lineage demo``: the whole path on the bundled Debian corpus, with the embedded defaults."""
+"""``lineage demo``: the whole path on the bundled Debian corpus, with the embedded defaults.
+
+Issue #19's step: the demo registers a small eval set (``examples/evalsets/debian-quiz.jsonl``), plants
+three of its items into a COPY of the corpus (under the settings' home; ``examples/data`` is never
+changed), runs the pipeline on the copy and publishes: the publish-time contamination check catches
+exactly the planted items, shown as ``release show`` and the HTML QC report show them.
+"""
 
 from __future__ import annotations
 
+import gzip
+import json
 import logging
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,7 +19,7 @@ import typer
 
 from lineage.cli.app import console, guard, load_settings
 from lineage.cli.progress import run_progress
-from lineage.cli.render import print_counts, print_sample_lineage
+from lineage.cli.render import print_counts, print_sample_lineage, show_release, write_report
 from lineage.errors import Conflict
 from lineage.settings import Settings
 
@@ -22,6 +31,14 @@ log = logging.getLogger(__name__)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RELEASE = "debian-clean@demo"
+EVALSET = "debian-quiz"
+EVALSET_FILE = EXAMPLES / "evalsets" / "debian-quiz.jsonl"
+# (item, corpus file, how): planted verbatim, inside a longer English page, and in Chinese text
+PLANTED = (
+    ("pkg-1", "debian_en.jsonl.gz", "verbatim"),
+    ("pkg-3", "debian_en.jsonl.gz", "embedded"),
+    ("zh-1", "debian_zh.jsonl.gz", "chinese"),
+)
 
 
 def demo(
@@ -41,14 +58,68 @@ def run_demo(settings: Settings, data_dir: Path | None = None) -> None:
     if data_dir is not None:
         for inp in spec.inputs:
             inp.path = str(Path(data_dir).resolve() / Path(inp.path or "").name)
+    copy = settings.home / "demo-corpus"
+    planted = plant_copy(spec, copy)
+    for inp in spec.inputs:
+        inp.path = str(copy / Path(inp.path or "").name)
     service = Service(settings)
     try:
-        _demo(service, settings, spec)
+        _demo(service, settings, spec, planted)
     finally:
         service.close()
 
 
-def _demo(service: Service, settings: Settings, spec: PipelineSpec) -> None:
+def _items() -> dict[str, dict]:
+    with EVALSET_FILE.open(encoding="utf-8") as fh:
+        return {item["id"]: item for item in map(json.loads, fh)}
+
+
+def plant_copy(spec: PipelineSpec, copy: Path) -> dict[str, str]:
+    """Copy the pipeline's input files into ``copy`` and append one record a planted item to the copies
+    (the same bytes every time, so the demo's release digest is stable); returns {item id: record id}."""
+    copy.mkdir(parents=True, exist_ok=True)
+    items, planted = _items(), {}
+    extra: dict[str, list[dict]] = {}
+    for item_id, file, how in PLANTED:
+        item = items[item_id]
+        quiz = "\n".join([item["question"], *item["choices"]])
+        if how == "verbatim":
+            text = f"Debian packaging quiz, question one\n{quiz}"
+        elif how == "embedded":
+            text = (
+                "Study notes for the packaging team. Before uploading, read the policy manual and check the"
+                f" lintian output of every build. A question from last year's exam:\n{quiz}\nThe answer is A;"
+                " the same file also names the maintainer and the standards version the package follows."
+            )
+        else:
+            text = f"德班打包小测验。以下题目来自去年的考试，请仔细阅读后作答：\n{quiz}\n答案是A，详见维护者手册。"
+        record_id = f"planted-{item_id}"
+        extra.setdefault(file, []).append({"id": record_id, "text": text, "source": "demo-planted", "meta": {}})
+        planted[item_id] = record_id
+    for inp in spec.inputs:
+        src = Path(inp.path or "")
+        src = src if src.is_absolute() else (spec.base_dir or EXAMPLES) / src
+        dst = copy / src.name
+        with gzip.open(src, "rb") as fin, gzip.GzipFile(dst, "wb", mtime=0) as fout:
+            shutil.copyfileobj(fin, fout)
+            for record in extra.get(src.name, []):
+                fout.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+    return planted
+
+
+def _demo(service: Service, settings: Settings, spec: PipelineSpec, planted: dict[str, str]) -> None:
+    console.rule(
+        f"[bold]0. register the eval set {EVALSET} and plant {len(planted)} of its items in a copy of the corpus"
+    )
+    registered = service.register_evalset(
+        EVALSET, str(EVALSET_FILE), text_fields=["question", "choices"], id_field="id", task="mcq"
+    )
+    v = registered.evalset
+    console.print(
+        f"{v.ref}: {v.item_count} items ({'registered' if registered.changed else 'already registered, no-op'});"
+        f" planted {', '.join(f'{i} ({how})' for i, _, how in PLANTED)} into {Path(spec.inputs[0].path or '').parent}"
+    )
+
     console.rule("[bold]1. run the pipeline (convert → exact dedupe → MinHash near-dedupe → quality)")
     console.print(f"catalog: {settings.catalog_url}\ndata tier 'local': {settings.tier_config('local').root}")
     with run_progress(console) as progress:
@@ -72,7 +143,21 @@ def _demo(service: Service, settings: Settings, spec: PipelineSpec) -> None:
         f"{m.bytes:,} bytes, content digest {release.content_digest}"
     )
 
-    console.rule("[bold]3. lineage of an exact duplicate, a near-duplicate and a kept sample")
+    console.rule(f"[bold]3. the planted items, caught by the publish-time contamination check ({v.ref})")
+    from operators.schema import sample_id
+
+    show_release(service, release.ref)
+    for item_id, record_id in planted.items():
+        item = sample_id(EVALSET, f"id:{item_id}")  # an item's id, as convert gives it
+        found = service.evalset_item_samples(EVALSET, v.version, item, release=release.ref)
+        ids = [h.sample_id for h in found.items]
+        mark = "[green]caught[/]" if found.total else "[red]missed[/]"
+        console.print(f"{item_id}: {mark} in {found.total} sample(s) {', '.join(ids)} (planted as {record_id})")
+    report = settings.home / "demo-qc.html"
+    write_report(service, release.ref, report)
+    console.print(f"HTML QC report with its contamination section: {report}")
+
+    console.rule("[bold]4. lineage of an exact duplicate, a near-duplicate and a kept sample")
     for operator, verdict in (("exact_dedupe", "dropped"), ("minhash_dedupe", "dropped"), ("quality", "kept")):
         first = service.list_samples(run.dataset, run.version, limit=1, operator=operator, verdict=verdict)
         for record in first.items:

@@ -3,6 +3,7 @@ each verb one call of the service (``--json``: its models, the HTTP API's bodies
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -211,16 +212,83 @@ def evalset_deprecate(
     console.print(f"{escape(found.name)}: {found.state}")
 
 
+def evalset_samples(
+    ref: Ref,
+    item_id: Annotated[str, typer.Argument(help="The item's id (as the contamination report lists it).")],
+    release: Annotated[str | None, typer.Option(help="The release checked, NAME@TAG.")] = None,
+    dataset: Annotated[str | None, typer.Option(help="Or the dataset version checked, NAME:vN or NAME.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most this many samples (default: all).")] = None,
+    offset: Annotated[int, typer.Option(min=0, help="Samples to skip.")] = 0,
+    as_json: AsJson = False,
+) -> None:
+    """Every sample of a release (or dataset version) that contains an eval item, as its last
+    contamination check (at publish, or ``evalset check``) recorded them, in sample id order."""
+    from lineage.service.core import MAX_LIMIT  # start-up: SQLAlchemy, DuckDB, deltalake
+
+    name, _, number = ref.partition(":")
+    ds_name, _, ds_number = (dataset or "").partition(":")
+    with open_service() as service:
+        version = (
+            _number(number) if number else guard(lambda: service.get_evalset(name), as_json=as_json).latest_version
+        )
+        kw = {
+            "release": release,
+            "dataset": ds_name or None,
+            "dataset_version": _number(ds_number) if ds_number else None,
+        }
+        page = guard(
+            lambda: service.evalset_item_samples(name, version, item_id, limit=1, offset=offset, **kw),
+            as_json=as_json,
+        )
+        items: list = []
+        wanted = page.total - offset if limit is None else min(limit, page.total - offset)
+        while len(items) < wanted:
+            more = guard(
+                partial(
+                    service.evalset_item_samples,
+                    name,
+                    version,
+                    item_id,
+                    limit=min(MAX_LIMIT, wanted - len(items)),
+                    offset=offset + len(items),
+                    **kw,
+                ),
+                as_json=as_json,
+            )
+            if not more.items:
+                break
+            items += more.items
+    found = page.model_copy(update={"items": items, "limit": len(items)})
+    if as_json:
+        print_json(found)
+        return
+    where = found.release or f"{found.dataset}:v{found.version}"
+    console.print(
+        f"[bold]{escape(found.item_id)}[/] of {escape(found.evalset)} in {escape(where)}: {found.total:,} samples "
+        f"(checked {found.checked_at:%Y-%m-%d %H:%M} UTC, threshold {found.threshold:g} on {found.coverage} coverage)"
+    )
+    table = Table()
+    for col in ("sample", "item n-grams", "sample n-grams"):
+        table.add_column(col)
+    for h in found.items:
+        table.add_row(
+            escape(h.sample_id), f"{h.matched_item_ngrams:,} of {h.item_ngrams:,}",
+            f"{h.matched_sample_ngrams:,} of {h.sample_ngrams:,}",
+        )  # fmt: skip
+    console.print(table)
+
+
 def evalset_check(
     ref: Ref,
     releases: Annotated[str, typer.Option(help="'all' (every published release) or NAME@TAG,NAME@TAG.")] = "all",
+    engine: Annotated[str, typer.Option(help="Where the check runs: local, spark or ray (the same result).")] = "local",
     as_json: AsJson = False,
 ) -> None:
     """Check published releases against an eval set version (a collection: each member) and record the
     result on each release; the releases' files are not changed."""
     chosen = None if releases == "all" else [r.strip() for r in releases.split(",") if r.strip()]
     with open_service() as service:
-        found = guard(lambda: service.check_evalset(ref, releases=chosen), as_json=as_json)
+        found = guard(lambda: service.check_evalset(ref, releases=chosen, engine=engine), as_json=as_json)
     if as_json:
         print_json(found)
         return

@@ -84,6 +84,7 @@ def build_app() -> typer.Typer:
     evalsets.command("diff")(evalset.evalset_diff)
     evalsets.command("deprecate")(evalset.evalset_deprecate)
     evalsets.command("check")(evalset.evalset_check)
+    evalsets.command("samples")(evalset.evalset_samples)
 
     evals = new_group(app, "eval", "Eval runs: a model's results on an eval set version, traced to its data.")
     evals.command("record")(evalset.eval_record)

@@ -7,10 +7,14 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
-from lineage.cli.app import console
+from lineage.cli.app import console, fail, guard
+from lineage.errors import NotFound
 
 if TYPE_CHECKING:
-    from lineage.service.schemas import GateRecord, QcReport
+    from pathlib import Path
+
+    from lineage.service.core import Service
+    from lineage.service.schemas import ContaminationReport, GateRecord, QcReport
 
 
 def print_counts(counts: dict[str, Any]) -> None:
@@ -106,3 +110,67 @@ def print_sample_lineage(found: Any) -> None:
                             f"{rule['comparison']} {rule['threshold']:.4g} failed"
                         )
                     )
+
+
+def write_report(service: Service, ref: str, out: Path) -> None:
+    """The release's QC report (with its contamination report) as HTML at ``out`` (also the demo's)."""
+    from lineage.releases.qc import report_html  # start-up: the QC module loads deltalake and DuckDB
+
+    release = guard(lambda: service.get_release(ref))
+    manifest = guard(lambda: service.get_manifest(ref))
+    if manifest.qc is None:
+        fail(NotFound(f"release {ref} has no QC report (it was published before QC reports)"))
+    gate = release.gate.model_dump(mode="json") if release.gate is not None else None
+    contamination = manifest.contamination.model_dump(mode="json") if manifest.contamination is not None else None
+    qc = manifest.qc.model_dump(mode="json", by_alias=True)
+    out.write_text(report_html(release.ref, qc, gate, contamination), encoding="utf-8")
+
+
+def show_release(service: Service, ref: str) -> None:
+    """What ``release show`` prints (also the demo's)."""
+    release = guard(lambda: service.get_release(ref))
+    manifest = guard(lambda: service.get_manifest(ref))
+    replicas = guard(lambda: service.list_replicas(ref))
+    reads = guard(lambda: service.list_reads(ref, limit=1))
+    console.print(f"[bold]{release.ref}[/] ({release.state}) digest {release.content_digest}")
+    console.print(
+        f"dataset {manifest.dataset} v{manifest.dataset_version} on tier {manifest.tier}: "
+        f"{manifest.row_count:,} samples, {manifest.bytes:,} bytes in {len(manifest.files)} files"
+    )
+    for kind, pinned in release.tables.items():
+        console.print(f"{kind} table {pinned.table} at Delta version {pinned.delta_version}")
+    files = Table(title="Files")
+    for col in ("path", "rows", "bytes", "xxh3-128"):
+        files.add_column(col)
+    for f in manifest.files:
+        files.add_row(f.path, f"{f.rows:,}", f"{f.size:,}", f.xxh3_128)
+    console.print(files)
+    for r in replicas:
+        when = r.verified_at.strftime("%Y-%m-%d %H:%M") if r.verified_at else "-"
+        console.print(
+            f"replica on {r.tier}: {r.state}{' (primary)' if r.primary else ''}, {r.table_path}, verified {when}"
+        )
+    used = reads.items[0].opened_at if reads.items else None  # reads come newest first
+    console.print(f"last used: {used:%Y-%m-%d %H:%M}" if used else "last used: never")
+    print_counts(manifest.quality.model_dump())
+    print_qc(manifest.qc, release.gate)
+    print_contamination(manifest.contamination, release.contamination_checks)
+
+
+def print_contamination(at_publish: ContaminationReport | None, checked: dict[str, Any]) -> None:
+    """The contamination report of the publish, and the checks recorded since (``lineage evalset check``)."""
+    rows = [(ref, r.model_dump(), "at publish") for ref, r in (at_publish.evalsets if at_publish else {}).items()]
+    rows += [(ref, r, f"checked {str(r.get('checked_at', ''))[:16]}") for ref, r in sorted(checked.items())]
+    if not rows:
+        console.print("contamination: not checked (no eval sets registered when it was published)")
+        return
+    table = Table(title="Contamination (eval items whose n-grams the release holds)")
+    for col in ("eval set", "contaminated items", "share", "samples", "when"):
+        table.add_column(col)
+    for ref, r, when in rows:
+        colour = "red" if r["contaminated_items"] else "green"
+        table.add_row(
+            escape(ref), f"[{colour}]{r['contaminated_items']:,}[/] of {r['items']:,}",
+            f"{100 * r['share']:.2f}%", f"{r['samples']:,}", when,
+        )  # fmt: skip
+    console.print(table)

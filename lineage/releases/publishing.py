@@ -24,7 +24,7 @@ from lineage.catalog import Catalog, DatasetVersion, Release, Replica, ReplicaFi
 from lineage.catalog.models import utcnow
 from lineage.catalog.queries import dataset_version, get_release, parse_ref, require_data
 from lineage.errors import DataPurged, GateFailed, ReleaseConflict, ReleaseWithdrawn
-from lineage.releases.contamination import check_version, resolve_sources
+from lineage.releases.contamination import check_version, record_hits, resolve_sources
 from lineage.releases.manifest import build_manifest, content_digest
 from lineage.releases.qc import GateConfig, build_report, evaluate_gate
 from lineage.settings import Settings
@@ -57,7 +57,9 @@ def gate_record(
         return None
     results = evaluate_gate(report, gate)
     failures = [r for r in results if not r["passed"]]
-    record: dict[str, Any] = {"conditions": gate.model_dump(), "results": results, "override": None}
+    # where the check ran is not a condition (every engine gives the same report)
+    conditions = gate.model_dump(exclude={"check_engine"})
+    record: dict[str, Any] = {"conditions": conditions, "results": results, "override": None}
     if not enforce or not failures:
         return record
     if not override_reason:
@@ -71,7 +73,8 @@ def contamination_report(
     session: Session, dv: DatasetVersion, settings: Settings, gate: GateConfig | None
 ) -> dict[str, Any]:
     """The release checked against the eval sets the gate names (``check_evalsets``; none named: every
-    active eval set at its latest version), and those it limits (:mod:`lineage.releases.contamination`)."""
+    active eval set at its latest version), and those it limits (:mod:`lineage.releases.contamination`), on
+    the gate's ``check_engine``; every hit is recorded for :func:`~lineage.releases.contamination.item_samples`."""
     refs = list(gate.check_evalsets or []) if gate is not None else []
     sources = resolve_sources(session, settings, refs)
     if gate is not None:  # a limited version is checked even if not named (or not the latest, or deprecated)
@@ -79,7 +82,9 @@ def contamination_report(
         extra = [ref for ref in gate.max_contaminated_items if ref not in have]
         if extra:
             sources += [src for src in resolve_sources(session, settings, extra) if src["evalset"] not in have]
-    return check_version(dv, settings, sources)
+    checked = check_version(dv, settings, sources, engine=gate.check_engine if gate is not None else "local")
+    record_hits(session, dv, sources, checked)
+    return checked.report
 
 
 def measured(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from html import escape
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +48,8 @@ class GateConfig(BaseModel):
     check_evalsets: (
         list[Annotated[str, StringConstraints(pattern=names.VERSION_REF_PATTERN, max_length=300)]] | None
     ) = None
+    # the engine the publish-time contamination check runs on (the report is the same on each)
+    check_engine: Literal["local", "spark", "ray"] = "local"
     # at most this many contaminated items of an eval set version: {"mmlu-zh:v1" = 0}
     max_contaminated_items: dict[EvalSetVersionRef, Annotated[int, Field(ge=0)]] = Field(
         default_factory=dict, json_schema_extra={"additionalProperties": False}

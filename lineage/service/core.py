@@ -488,14 +488,41 @@ class Service:
         with self.catalog.session() as s:
             return evalruns.release_evals(s, ref)
 
-    def check_evalset(self, ref: str, *, releases: list[str] | None = None) -> S.EvalSetCheck:
-        """Check published releases (None: all) against eval set ``ref`` and record the result on each;
-        their files are not changed."""
+    def evalset_item_samples(
+        self,
+        name: str,
+        version: int,
+        item_id: str,
+        *,
+        release: str | None = None,
+        dataset: str | None = None,
+        dataset_version: int | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> S.ItemSamples:
+        """Every sample of release ``release`` (or of ``dataset`` at ``dataset_version``, None: its latest)
+        that contains item ``item_id`` of eval set ``name:v{version}``, as its last check recorded them, paged."""
+        with self.catalog.session() as s:
+            return evalsets.item_samples(
+                s,
+                name,
+                version,
+                item_id,
+                release=release,
+                dataset=dataset,
+                dataset_version=dataset_version,
+                limit=self._limit(limit, offset),
+                offset=offset,
+            )
+
+    def check_evalset(self, ref: str, *, releases: list[str] | None = None, engine: str = "local") -> S.EvalSetCheck:
+        """Check published releases (None: all) against eval set ``ref`` on ``engine`` (local, spark, ray:
+        the same result) and record the result, and every hit, on each; their files are not changed."""
         from lineage.releases.contamination import check_releases  # start-up: numba kernels, deltalake
 
         with self.catalog.session() as s:
             canonical = evalsets.resolve(s, ref).ref
-        done = check_releases(self.catalog, self.settings, canonical, releases)
+        done = check_releases(self.catalog, self.settings, canonical, releases, engine=engine)
         return S.EvalSetCheck(
             evalset=canonical, releases=[S.ReleaseCheck(release=r, evalsets=results) for r, results in done]
         )

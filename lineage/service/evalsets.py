@@ -33,8 +33,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from lineage.catalog import DatasetVersion, EvalSet, EvalSetVersion, queries
-from lineage.catalog.models import utcnow
-from lineage.errors import Conflict, Invalid
+from lineage.catalog.models import ContaminationHit, ContaminationScan, utcnow
+from lineage.errors import Conflict, Invalid, NotFound
 from lineage.service import schemas as S
 from storage import names
 
@@ -398,3 +398,56 @@ def deprecate(service: Service, name: str, reason: str, *, actor: str) -> S.Eval
             log.info("eval set %s deprecated by %s: %s", name, actor, reason)
         s.flush()
         return evalset_out(s, es)
+
+
+def item_samples(
+    s: Session,
+    name: str,
+    version: int,
+    item_id: str,
+    *,
+    release: str | None,
+    dataset: str | None,
+    dataset_version: int | None,
+    limit: int,
+    offset: int,
+) -> S.ItemSamples:
+    """The samples of a release's (or a dataset version's) that contain item ``item_id`` of ``name:vN``, as
+    its last contamination check (at publish, or ``evalset check``) recorded them: all of them, paged."""
+    leaf = version_row(s, name, version)  # what does not exist is NotFound first, then a bad combination
+    found_release = queries.get_release(s, release) if release is not None else None
+    found_version = queries.dataset_version(s, dataset, dataset_version) if dataset is not None else None
+    if (found_release is None) == (found_version is None):
+        raise Invalid("name either a release (NAME@TAG) or a dataset (and its version), not both or neither")
+    if leaf.dataset_version_id is None:
+        raise Invalid(f"{leaf.ref} is a collection: ask for an item of one of its members ({', '.join(leaf.members)})")
+    dv = found_release.dataset_version if found_release is not None else found_version
+    assert dv is not None
+    found = s.scalars(
+        select(ContaminationScan).where(
+            ContaminationScan.dataset_version_id == dv.id, ContaminationScan.eval_set_version_id == leaf.id
+        )
+    ).first()
+    target = release or f"{dv.dataset.name}:v{dv.version}"
+    if found is None:
+        raise NotFound(
+            f"{target} was never checked against {leaf.ref}: publish it, or run `lineage evalset check {leaf.ref}`"
+        )
+    hits = select(ContaminationHit).where(ContaminationHit.scan_id == found.id, ContaminationHit.item_id == item_id)
+    total = s.scalar(select(func.count()).select_from(hits.subquery())) or 0
+    page = s.scalars(hits.order_by(ContaminationHit.sample_id).limit(limit).offset(offset))
+    return S.ItemSamples(
+        evalset=leaf.ref,
+        item_id=item_id,
+        dataset=dv.dataset.name,
+        version=dv.version,
+        release=release,
+        checked_at=found.checked_at,
+        threshold=found.threshold,
+        coverage=found.coverage,
+        checked_samples=found.checked_samples,
+        items=[S.ItemSample.model_validate(_columns(h)) for h in page],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )

@@ -128,6 +128,12 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("record_eval_run", Kind.CATALOG, Http("POST", "/eval-runs"), "eval record"),
     Operation("get_eval_run", Kind.CATALOG, Http("GET", "/eval-runs/{run_id}"), "eval show"),
     Operation("release_evals", Kind.CATALOG, Http("GET", "/releases/{name}/{tag}/evals"), "release evals"),
+    Operation(
+        "evalset_item_samples",
+        Kind.CATALOG,
+        Http("GET", "/evalsets/{name}/versions/{version}/items/{item_id}/samples"),
+        "evalset samples",
+    ),
     Operation("register_evalset", Kind.TIER, TIER_DATA, "evalset register"),
     Operation("check_evalset", Kind.TIER, TIER_DATA, "evalset check"),
     # -- tokens ------------------------------------------------------------------------------

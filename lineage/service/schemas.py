@@ -1085,6 +1085,36 @@ class EvalSetCheck(BaseModel):
     releases: list[ReleaseCheck]
 
 
+class ItemSample(BaseModel):
+    """A sample containing the eval item: the item's n-grams it holds and its own n-grams that are the item's."""
+
+    sample_id: str
+    matched_item_ngrams: int
+    item_ngrams: int
+    matched_sample_ngrams: int
+    sample_ngrams: int
+
+
+class ItemSamples(BaseModel):
+    """Every sample of a checked dataset version (a release's) that contains eval item ``item_id`` above the
+    check's threshold, in sample id order, one page at a time (``offset = offset + limit`` while
+    ``offset < total``), with the check it comes from."""
+
+    evalset: str  # NAME:vN
+    item_id: str
+    dataset: str
+    version: int
+    release: str | None
+    checked_at: UtcDatetime
+    threshold: float
+    coverage: str
+    checked_samples: int
+    items: list[ItemSample]
+    total: int
+    limit: int
+    offset: int
+
+
 # -- eval runs: eval results traced to data (issue #19, item 3) --------------------------------------------
 class EvalRunCreate(BaseModel):
     """A model evaluated on an eval set version, and the training jobs that produced it (the ``job`` of

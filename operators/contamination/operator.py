@@ -73,9 +73,7 @@ def load_index(sources: tuple[dict[str, Any], ...], params: NgramParams) -> Eval
 
 def is_contaminated(probe: Probe, threshold: float, coverage: str) -> bool:
     for m in probe.matches:
-        share = (
-            len(m.item_ngrams) / m.item.ngrams if coverage == "item" else m.sample_windows / max(probe.sample_ngrams, 1)
-        )
+        share = m.item_ngrams / m.item.ngrams if coverage == "item" else m.sample_windows / max(probe.sample_ngrams, 1)
         if share > threshold:
             return True
     return False
@@ -90,7 +88,7 @@ def contamination_details(probes: list[Probe], checked: list[str], flags: list[b
                 {
                     "evalset": m.item.evalset,
                     "item_id": m.item.item_id,
-                    "matched_item_ngrams": len(m.item_ngrams),
+                    "matched_item_ngrams": m.item_ngrams,
                     "item_ngrams": m.item.ngrams,
                     "matched_sample_ngrams": m.sample_windows,
                     "sample_ngrams": p.sample_ngrams,

@@ -33,11 +33,21 @@ from operators.minhash.shingle import _decode, _is_cjk_doc, fmix64, is_cjk, is_s
 _jit.make_all()
 
 WORD, CHAR = 0, 1
+_KEEP, _SPACE, _DROP = 0, 1, 2  # what an ASCII byte is to the kernel
+
+
+@functools.cache
+def _ascii_classes() -> np.ndarray:
+    """Each ASCII byte's class: whitespace (``str.isspace()``), punctuation or symbol (deleted), or kept."""
+    drop = punct_or_symbol_table()
+    out = np.array([_SPACE if chr(b).isspace() else _DROP if drop[b] else _KEEP for b in range(128)], dtype=np.uint8)
+    out.setflags(write=False)
+    return out
 
 
 @numba.njit(cache=True)
 def _units_kernel(
-    data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, mode: int, wanted: np.ndarray
+    data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, ascii_class: np.ndarray, mode: int, wanted: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(unit values, unit starts, unit ends, per-document offsets into the units); a document not
     ``wanted`` gets no units (it is not read)."""
@@ -57,10 +67,29 @@ def _units_kernel(
         in_word = False
         while i < end:
             b = data[i]
-            if b < 0x80:
-                cp, nxt = np.int64(b), i + 1
-            else:
-                cp, nxt = _decode(data, i)
+            if b < 0x80:  # ASCII (most of most texts): no decoding, never CJK, a 128-entry class table
+                c = ascii_class[b]
+                if c == _SPACE:
+                    if in_word:
+                        values[k] = fmix64(h)
+                        ends[k] = i
+                        k += 1
+                        h = FNV_OFFSET
+                        in_word = False
+                elif c == _KEEP:
+                    if mode == CHAR:
+                        values[k] = np.uint64(b)
+                        starts[k] = i
+                        ends[k] = i + 1
+                        k += 1
+                    else:
+                        if not in_word:
+                            starts[k] = i
+                            in_word = True
+                        h = (h ^ np.uint64(b)) * FNV_PRIME
+                i += 1
+                continue
+            cp, nxt = _decode(data, i)
             if is_space(cp):
                 if in_word:
                     values[k] = fmix64(h)
@@ -69,7 +98,7 @@ def _units_kernel(
                     h = FNV_OFFSET
                     in_word = False
             elif not drop[cp]:
-                if mode == CHAR or is_cjk(cp):  # in the word stream a CJK character is a word of its own
+                if mode == CHAR or (cp >= 0x1100 and is_cjk(cp)):  # in the word stream a CJK character is a word
                     if in_word:
                         values[k] = fmix64(h)
                         ends[k] = i
@@ -98,7 +127,7 @@ def _units_kernel(
             ends[k] = end
             k += 1
         doc_offsets[d + 1] = k
-    return values[:k].copy(), starts[:k].copy(), ends[:k].copy(), doc_offsets
+    return values[:k], starts[:k], ends[:k], doc_offsets  # views: a copy would cost more than the spare room
 
 
 @numba.njit(cache=True)
@@ -134,7 +163,9 @@ def units(data: np.ndarray, offsets: np.ndarray, mode: int, wanted: np.ndarray |
     """The units of every document (of those ``wanted``, when given; the others have none)."""
     if wanted is None:
         wanted = np.ones(len(offsets) - 1, dtype=np.bool_)
-    values, starts, ends, doc_offsets = _units_kernel(data, offsets, punct_or_symbol_table(), mode, wanted)
+    values, starts, ends, doc_offsets = _units_kernel(
+        data, offsets, punct_or_symbol_table(), _ascii_classes(), mode, wanted
+    )
     return Units(data, values, starts, ends, doc_offsets)
 
 

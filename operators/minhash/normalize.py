@@ -30,7 +30,13 @@ def fold(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
         texts = texts.combine_chunks()
     if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
         raise TypeError(f"expected a string array, got {texts.type}")
-    return pc.utf8_lower(pc.utf8_normalize(pc.fill_null(texts, ""), "NFKC"))
+    texts = pc.fill_null(texts, "")
+    ascii_only = pc.string_is_ascii(texts)
+    if pc.all(ascii_only).as_py() is not False:  # NFKC leaves ASCII as it is: lower-casing is all there is
+        return pc.ascii_lower(texts)
+    other = pc.invert(ascii_only)  # only the texts with non-ASCII characters pay for NFKC
+    folded = pc.utf8_lower(pc.utf8_normalize(texts.filter(other), "NFKC"))
+    return pc.replace_with_mask(pc.ascii_lower(texts), other, folded)
 
 
 @functools.cache

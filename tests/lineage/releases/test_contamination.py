@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from lineage.errors import Invalid
+from lineage.client import Client
+from lineage.errors import Invalid, NotFound
 from lineage.service.core import Service
 from lineage.settings import Settings
 from operators.schema import sample_id
 from tests.support.api_world import BACKENDS, make_settings
 from tests.support.cli import lineage
 from tests.support.evalset_items import LONG_EN, LONG_ZH, OTHER_EN, items_v1, write_items
+from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
 from tests.support.helpers import write_jsonl
 
 CLEAN = [
@@ -191,3 +193,105 @@ def test_release_show_and_the_html_report_show_the_contamination(world: World, t
     page = out.read_text(encoding="utf-8")
     assert "<h2>Contamination</h2>" in page and "<td>mmlu-zh:v1</td><td>3 of 6</td><td>50.00%</td>" in page
     assert sample_id("mmlu-zh", "id:q2") in page
+
+
+# -- every sample of an item (not only the report's first 100), and the check on every engine -------------
+MANY = 150  # samples holding q1: more than the report lists (100)
+
+
+def _many(world: World) -> str:
+    """``many@v1``: MANY samples holding q1 and a clean one, published (so checked); and ``unchecked``, a
+    dataset version never checked. Made once per catalog."""
+    svc = world.service
+    if svc.list_releases(name="many").total:
+        return "many@v1"
+    records = [
+        {"id": f"copy{i:03d}", "text": f"Copy {i} of the quiz: {LONG_EN} Mars Venus Jupiter Saturn"}
+        for i in range(MANY)
+    ]
+    write_jsonl(world.root / "many" / "many.jsonl", [*records, {"id": "clean", "text": CLEAN[0]}])
+    pipeline = {
+        "name": "many",
+        "inputs": [{"dataset": "quiz", "path": str(world.root / "many"), "id_field": "id"}],
+        "output": {"dataset": "many"},
+    }
+    svc.run_pipeline(pipeline)
+    svc.run_pipeline({**pipeline, "name": "unchecked", "output": {"dataset": "unchecked"}})
+    svc.create_release({"name": "many", "tag": "v1"})
+    return "many@v1"
+
+
+def _all_samples(client: Client, item: str, limit: int, **where: object) -> tuple[list[str], list[int]]:
+    ids, totals, offset = [], [], 0
+    while True:
+        page = client.evalset_item_samples("mmlu-zh:v1", item, limit=limit, offset=offset, **where)  # type: ignore[arg-type]
+        totals.append(page.total)
+        ids += [h.sample_id for h in page.items]
+        offset += len(page.items)
+        if not page.items or offset >= page.total:
+            return ids, totals
+
+
+def test_each_item_lists_every_sample_that_contains_it_paged(world: World, client: Client) -> None:
+    """Over HTTP and in-process: every sample holding q1, not the report's first 100, in sample id order,
+    page by page; by release or by dataset version; the measures of each; a clear refusal when the
+    version was never checked or the item is in no sample."""
+    release = _many(world)
+    q1 = sample_id("mmlu-zh", "id:q1")
+    want = sorted(sample_id("quiz", f"id:copy{i:03d}") for i in range(MANY))
+    listed = world.service.get_manifest(release).contamination.evalsets["mmlu-zh:v1"].item_samples[q1]
+    assert listed == want[:100]  # the report's list stops at 100
+    ids, totals = _all_samples(client, q1, 40, release=release)
+    assert ids == want and set(totals) == {MANY} and len(totals) == 4
+    by_version, _ = _all_samples(client, q1, 1000, dataset="many", dataset_version=1)
+    assert by_version == want
+    first = client.evalset_item_samples("mmlu-zh", q1, release=release, limit=1)  # NAME: its latest version
+    (hit,) = first.items
+    assert (first.evalset, first.release, first.dataset, first.version) == ("mmlu-zh:v1", release, "many", 1)
+    assert hit.matched_item_ngrams == hit.item_ngrams > 0 and hit.matched_sample_ngrams == hit.item_ngrams
+    assert first.checked_samples == MANY + 1 and first.threshold == 0.0 and first.coverage == "item"
+    assert client.evalset_item_samples("mmlu-zh:v1", sample_id("mmlu-zh", "id:q3"), release=release).total == 0
+    with pytest.raises(NotFound, match="never checked against mmlu-zh:v1"):
+        client.evalset_item_samples("mmlu-zh:v1", q1, dataset="unchecked")
+    with pytest.raises(Invalid, match="either a release"):
+        client.evalset_item_samples("mmlu-zh:v1", q1, release=release, dataset="many")
+
+
+def test_evalset_samples_cli_lists_them_all(world: World) -> None:
+    release = _many(world)
+    q1 = sample_id("mmlu-zh", "id:q1")
+    env = {"LINEAGE_CATALOG_URL": world.settings.catalog_url or ""}
+    out = lineage(world.settings.home, "evalset", "samples", "mmlu-zh:v1", q1, "--release", release, "--json", **env)
+    found = json.loads(out.stdout)
+    assert found["total"] == MANY and len(found["items"]) == MANY
+    assert [h["sample_id"] for h in found["items"]] == sorted(sample_id("quiz", f"id:copy{i:03d}") for i in range(MANY))
+    shown = lineage(world.settings.home, "evalset", "samples", "mmlu-zh:v1", q1, "--dataset", "many:v1", "--limit",
+                    "5", **env).stdout  # fmt: skip
+    first = min(sample_id("quiz", f"id:copy{i:03d}") for i in range(MANY))
+    assert f"{MANY:,} samples" in shown and first in shown and shown.count("11 of 11") == 5
+
+
+@pytest.mark.usefixtures("spark", "ray_runtime")
+def test_the_release_check_and_the_publish_report_are_the_same_on_every_engine(world: World) -> None:
+    """``evalset check --engine`` and the publish-time report (the gate's ``check_engine``) give the same
+    report and the same recorded samples on the local, Spark and Ray engines."""
+    svc = world.service
+    release = _many(world)
+    q1 = sample_id("mmlu-zh", "id:q1")
+    reports, samples = {}, {}
+    for engine in ("local", "spark", "ray"):
+        done = svc.check_evalset("mmlu-zh:v1", releases=["web-raw@v1", release], engine=engine)
+        reports[engine] = {
+            r.release: {k: v.model_dump(exclude={"checked_at"}) for k, v in r.evalsets.items()} for r in done.releases
+        }
+        samples[engine] = _all_samples(Client(service=svc), q1, 1000, release=release)[0]
+    assert reports["spark"] == reports["local"] == reports["ray"]
+    assert reports["local"]["web-raw@v1"]["mmlu-zh:v1"]["contaminated_items"] == 3
+    assert reports["local"][release]["mmlu-zh:v1"]["samples"] == MANY
+    assert samples["spark"] == samples["local"] == samples["ray"] and len(samples["local"]) == MANY
+    published = svc.get_manifest(release).contamination
+    for engine in ("spark", "ray"):
+        svc.create_release({"name": "many", "tag": f"on-{engine}", "gate": {"check_engine": engine}})
+        assert svc.get_manifest(f"many@on-{engine}").contamination == published
+    with pytest.raises(Invalid, match="unknown engine"):
+        svc.check_evalset("mmlu-zh:v1", engine="dask")

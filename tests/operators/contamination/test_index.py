@@ -33,7 +33,7 @@ def test_planted_items_are_found_exactly_as_the_reference_finds_them(params: Ngr
     found = reference = 0
     for doc, probe in zip(docs, probes, strict=True):
         want = contained(items, doc, params)
-        got = {m.item.item_id: len(m.item_ngrams) for m in probe.matches}
+        got = {m.item.item_id: m.item_ngrams for m in probe.matches}
         assert got == want, doc[:80]  # same items, same matched n-gram counts: no miss, no false flag
         found, reference = found + len(got), reference + len(want)
     assert found == reference > 0
@@ -46,7 +46,7 @@ def test_item_and_sample_measures() -> None:
     (probe,) = idx.probe(pa.array([f"Intro words here. {LONG_EN} — and an unrelated ending of the page"]))
     (match,) = probe.matches
     assert match.item.item_id == "q1" and match.item.evalset == "mmlu-zh:v1"
-    assert len(match.item_ngrams) == 19 - 13 + 1  # the question's windows; those reaching into the choices miss
+    assert match.item_ngrams == 19 - 13 + 1  # the question's windows; those reaching into the choices miss
     assert probe.sample_ngrams == 3 + 19 + 7 - 13 + 1
     assert match.sample_windows == 7
 
@@ -77,3 +77,31 @@ def test_unit_counts_match_near_dedupe_shingles() -> None:
     assert counts.tolist()[:2] == [19, len([c for c in LONG_ZH if c not in "，？"])]
     # n=1: one shingle a unit, and a text without units one shingle over none
     assert (offsets[1:] - offsets[:-1]).tolist() == [max(c, 1) for c in counts.tolist()]
+
+
+@pytest.mark.parametrize("bits", [0, 3])
+def test_matching_rests_on_the_strings_when_every_hash_collides(bits: int) -> None:
+    """With the preselecting hash cut to ``bits`` bits, almost every window of every sample preselects
+    some n-gram; the byte-by-byte confirmation alone must then give exactly the reference's matches
+    (a 64-bit collision can cost time, never a false flag or a miss)."""
+    items = _items()
+    params = NgramParams(word_ngram=5, char_ngram=8)
+    docs = planted_corpus(items, params)
+    idx = EvalIndex(params, preselect_bits=bits)
+    idx.add("mmlu-zh:v1", list(items), pa.array(list(items.values())))
+    for doc, probe in zip(docs, idx.probe(pa.array(docs)), strict=True):
+        assert {m.item.item_id: m.item_ngrams for m in probe.matches} == contained(items, doc, params), doc[:80]
+
+
+def test_fold_takes_ascii_texts_on_the_fast_path_with_the_same_result() -> None:
+    """``fold`` lower-cases ASCII texts without NFKC (NFKC leaves ASCII unchanged) and runs NFKC only on
+    the others: the same strings as NFKC + lower-casing everything, nulls as empty strings."""
+    import pyarrow.compute as pc
+
+    from operators.minhash.normalize import fold
+
+    texts = pa.array(["Plain ASCII Text", "Ｆｕｌｌ-width ＡＢＣ", None, "ĲSSEL ﬁne Straße", "", "MiXeD 中文 TEXT"])
+    want = pc.utf8_lower(pc.utf8_normalize(pc.fill_null(texts, ""), "NFKC"))
+    assert fold(texts).to_pylist() == want.to_pylist()
+    assert fold(pa.array(["ONLY ascii", None])).to_pylist() == ["only ascii", ""]
+    assert fold(pa.chunked_array([["A"], ["Ｂ"]])).to_pylist() == ["a", "b"]
