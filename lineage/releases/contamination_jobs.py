@@ -18,17 +18,18 @@ import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow.parquet as pq
 
 from lineage.errors import Invalid
 from lineage.settings import Settings
-from operators.contamination.index import EvalIndex, Matches, Probe
-from operators.contamination.operator import is_contaminated, load_index
 from operators.contamination.params import NgramParams
 from pipelines.engines import check_engine, engine_module
 from storage.transfer_task import TierAccess
+
+if TYPE_CHECKING:
+    from operators.contamination.index import EvalIndex, Matches
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ class ScanTask:
         key = self.digest()
         index = _INDEXES.get(key)
         if index is None:
+            from operators.contamination.operator import load_index  # start-up: numba kernels
+
             index = _INDEXES[key] = load_index(self.sources, self.params)
         return index
 
@@ -96,6 +99,9 @@ class ScanTask:
         return ScanResult(rows, hits)
 
     def _hits(self, ids: dict[int, str], found: Matches) -> list[Hit]:
+        from operators.contamination.index import Probe  # start-up: numba kernels
+        from operators.contamination.operator import is_contaminated
+
         out = []
         for d, matches in found.by_doc.items():
             sample, probe = ids[d], Probe(int(found.sample_ngrams[d]), matches)
