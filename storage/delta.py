@@ -206,6 +206,16 @@ def version_dataset(tier: Tier, table_path: str, version: int) -> pads.Dataset:
     return table.to_pyarrow_dataset(filesystem=fs)
 
 
+def key_ranges(tier: Tier, table_path: str, version: int, column: str) -> list[tuple[str, str, str]] | None:
+    """(path, min, max) of ``column`` for each file of a version, from the log's statistics alone (no file
+    is opened); None if a file has none."""
+    actions = pa.table(open_version(tier, table_path, version).get_add_actions(flatten=True))
+    lo, hi = f"min.{column}", f"max.{column}"
+    if lo not in actions.column_names or actions.column(lo).null_count or actions.column(hi).null_count:
+        return None
+    return list(zip(*(actions.column(c).to_pylist() for c in ("path", lo, hi)), strict=True))
+
+
 def version_files(tier: Tier, table_path: str, version: int) -> list[dict[str, Any]]:
     """Files of one version: ``path`` (relative to the table), ``size``, ``num_records``."""
     actions = pa.table(open_version(tier, table_path, version).get_add_actions(flatten=True))

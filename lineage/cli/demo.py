@@ -144,7 +144,7 @@ def _demo(service: Service, settings: Settings, spec: PipelineSpec, planted: dic
     )
 
     console.rule(f"[bold]3. the planted items, caught by the publish-time contamination check ({v.ref})")
-    from operators.schema import sample_id
+    from operators.schema import sample_id  # start-up: pyarrow, only once the demo gets here
 
     show_release(service, release.ref)
     for item_id, record_id in planted.items():

@@ -99,7 +99,8 @@ class ScanTask:
         return ScanResult(rows, hits)
 
     def _hits(self, ids: dict[int, str], found: Matches) -> list[Hit]:
-        from operators.contamination.index import Probe  # start-up: numba kernels
+        # start-up: numba kernels
+        from operators.contamination.index import Probe
         from operators.contamination.operator import is_contaminated
 
         out = []

@@ -104,6 +104,7 @@ def publish(
     override_reason: str | None = None,
     draft: bool = False,
     qc_report: Callable[[Session, DatasetVersion], dict[str, Any] | None] | None = None,
+    shares_files_of: str | None = None,
 ) -> tuple[Release, bool]:
     """Publish ``ref``; returns (release, changed). Same content again: no-op. Different: refused.
 
@@ -113,14 +114,20 @@ def publish(
     publishing it; publishing the same content later turns the draft into a published release, through
     the gate given then or else the draft's. ``qc_report`` may give the QC report from what the caller
     knows (a takedown's successor: :func:`~lineage.releases.qc.successor_report`); None from it, or no
-    ``qc_report``, builds it from the data.
+    ``qc_report``, builds it from the data. ``shares_files_of`` names a release on the same table whose
+    checksums of the files both hold are taken over (:func:`~lineage.releases.manifest.build_manifest`).
     """
     name, tag = parse_ref(ref)
     again = {"draft": draft, "created_by": created_by, "gate": gate, "override_reason": override_reason}
     try:
         with catalog.session() as s:
             dv = require_data(dataset_version(s, dataset or name, version))
-            manifest = build_manifest(dv, s.get(Run, dv.run_id), settings)
+            known = None
+            if shares_files_of is not None:
+                prior = get_release(s, shares_files_of)
+                if (prior.dataset_version.tier, prior.dataset_version.data_path) == (dv.tier, dv.data_path):
+                    known = {f["path"]: f for f in prior.manifest["files"]}
+            manifest = build_manifest(dv, s.get(Run, dv.run_id), settings, known)
             digest = content_digest(manifest)
             existing = s.scalars(select(Release).where(Release.name == name, Release.tag == tag)).first()
             if existing is not None:

@@ -11,6 +11,7 @@ rewrites, the others stay shared.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -32,7 +34,10 @@ from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.samples import Stores
 from lineage.settings import Settings
+from operators.schema import SAMPLE_SCHEMA
 from pipelines.faults import checkpoint
+from storage.delta import key_ranges
+from storage.tier import get_tier
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
@@ -92,22 +97,23 @@ def _meta_sql(where: S.FieldPredicate) -> tuple[str, list[Any]]:
 
 def affected_rows(stores: Stores, key: tuple[str, str, int], selector: S.TakedownSelector) -> pa.Table:
     """``sample_id`` and ``__filename`` of every sample of one Delta version the selector names. Sample ids
-    read only the files whose ``sample_id`` range can hold one (a version's files are written sorted by
-    it, so a thousand ids touch a handful of files, not every file's id column)."""
-    table = stores.tables.get(*key)
-    if selector.sample_ids is None or table.unranged:
-        return select_rows(stores, table.dataset, selector)
-    ids = sorted(set(selector.sample_ids))
-    files = {f.dataset.files[0]: f for i in ids for f in table.covering(i)}
-    columns, expr = ["sample_id", "__filename"], pc.field("sample_id").isin(ids)
-    parts = [files[path].dataset.to_table(columns=columns, filter=expr) for path in sorted(files)]
-    return (
-        pa.concat_tables(parts)
-        if parts
-        else table.dataset.schema.empty_table()
-        .select(["sample_id"])
-        .append_column("__filename", pa.array([], pa.string()))
+    read only the files whose ``sample_id`` range (in the log's statistics) can hold one: a version's
+    files are written sorted by it, so a thousand ids touch a handful of files, not every file's ids."""
+    ranges = (
+        key_ranges(get_tier(key[0], stores.tables.settings), key[1], key[2], "sample_id")
+        if selector.sample_ids
+        else None
     )
+    if ranges is None:
+        return select_rows(stores, stores.tables.get(*key).dataset, selector)
+    ids = sorted(set(selector.sample_ids or ()))
+    files = [path for path, lo, hi in ranges if bisect.bisect_left(ids, lo) < bisect.bisect_right(ids, hi)]
+    import pyarrow.dataset as pads  # start-up: pyarrow.dataset loads pandas
+
+    tier = get_tier(key[0], stores.tables.settings)
+    fs = pafs.SubTreeFileSystem(tier.path(key[1]), tier.filesystem)
+    dataset = pads.dataset(files, schema=SAMPLE_SCHEMA, format="parquet", filesystem=fs)
+    return dataset.to_table(columns=["sample_id", "__filename"], filter=pc.field("sample_id").isin(ids))
 
 
 def select_rows(stores: Stores, dataset: pads.Dataset, selector: S.TakedownSelector) -> pa.Table:
@@ -322,6 +328,7 @@ def apply(
             created_by=actor,
             qc_report=_successor_report(stores, settings, impact, drop, request.id),
             gate=_inherited_gate(stores.catalog, impact.release),
+            shares_files_of=impact.release,
             override_reason=f"takedown request {request.id}: its successor is published whatever the gate says",
         )
         checkpoint("takedown.successor_published")
