@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +16,7 @@ from lineage.settings import Settings
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
 from storage.tier import get_tier
+from tests.support.cli import lineage_killed_at
 
 PIPELINE = """
 name = "crashy"
@@ -36,25 +32,7 @@ dataset = "clean"
 
 
 def run_and_kill(pipeline: Path, home: Path, point: str) -> None:
-    marker = home.parent / f"paused-{point}"
-    env = {**os.environ, "LINEAGE_HOME": str(home), "LINEAGE_PAUSE_AT": point, "LINEAGE_PAUSE_MARKER": str(marker)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lineage", "run", str(pipeline)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"run ended before reaching {point}: {proc.stdout.read().decode()}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"run never reached {point}")
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    lineage_killed_at(home, point, "run", str(pipeline))
 
 
 @pytest.mark.parametrize("point", ["local.data_written", "after_engine", "after_delta_commit"])

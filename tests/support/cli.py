@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -14,3 +16,24 @@ def lineage(home: Path, *args: str, check: bool = True, **env_vars: str) -> subp
     if check and result.returncode != 0:
         raise AssertionError(f"lineage {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     return result
+
+
+def lineage_killed_at(home: Path, point: str, *args: str) -> None:
+    """``lineage ARGS`` paused at the named point (:mod:`pipelines.faults`), then SIGKILLed there."""
+    marker = home.parent / f"paused-{point}"
+    env = {**os.environ, "LINEAGE_HOME": str(home), "LINEAGE_PAUSE_AT": point, "LINEAGE_PAUSE_MARKER": str(marker)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lineage", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            raise AssertionError(f"lineage {' '.join(args)} ended before reaching {point}: {out}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"lineage {' '.join(args)} never reached {point}")
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL

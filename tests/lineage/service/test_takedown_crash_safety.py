@@ -4,11 +4,6 @@ needs is still there and matches its manifest, and the rerun ends purged with no
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +13,7 @@ from lineage.client import Client
 from lineage.gc import collect_garbage
 from lineage.settings import Settings, get_settings
 from storage.tier import get_tier
-from tests.support.cli import lineage
+from tests.support.cli import lineage, lineage_killed_at
 from tests.support.takedowns import KEEP, corpus, markers_under, pipeline
 
 POINTS = [
@@ -55,27 +50,6 @@ def world(home: Path, tmp_path: Path) -> Iterator[tuple[Client, Settings, int]]:
         yield c, settings, request.id
 
 
-def _kill_at(home: Path, point: str, request_id: int) -> None:
-    marker = home.parent / f"paused-{point}"
-    env = {**os.environ, "LINEAGE_HOME": str(home), "LINEAGE_PAUSE_AT": point, "LINEAGE_PAUSE_MARKER": str(marker)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lineage", "takedown", "apply", str(request_id), "--purge"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"apply ended before reaching {point}: {proc.stdout.read().decode()}")  # type: ignore[union-attr]
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"apply never reached {point}")
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-
-
 def _consistent(client: Client) -> None:
     """No half-withdrawn release, and every live release whole on every tier it is verified on."""
     for release in client.list_releases().items:
@@ -92,7 +66,7 @@ def test_a_takedown_killed_at_any_step_is_consistent_and_a_rerun_finishes_it(
     point: str, world: tuple[Client, Settings, int], home: Path
 ) -> None:
     client, settings, request_id = world
-    _kill_at(home, point, request_id)
+    lineage_killed_at(home, point, "takedown", "apply", str(request_id), "--purge")
     _consistent(client)
 
     done = lineage(home, "takedown", "apply", str(request_id), "--purge", "--json")
