@@ -737,12 +737,12 @@ class Client:
             params=job,
         )
 
-    def reader_step(self, export_id: str, step: int, **job: Any) -> S.ReaderStep:
+    def reader_step(self, export_id: str, step: int, **job: int | bool | str) -> S.ReaderStep:
         """Which samples were in global step ``step`` of a job that read the export with our reader:
         ``job`` is its loaders' arguments, ``seed=``, ``world_size=``, ``batch_size=`` (per rank), and
         ``epoch=``, ``num_workers=``, ``drop_last=``, ``shuffle=``, ``remainder=``, ``window_blocks=``,
         ``block_sequences=`` where not the defaults (see ``S.ReaderJob``)."""
-        recorded = S.ReaderJob(**job)
+        recorded = S.ReaderJob.model_validate(job)
         return self._call(
             lambda: self.service.reader_step(export_id, step, recorded),
             "GET",
