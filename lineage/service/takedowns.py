@@ -99,18 +99,14 @@ def affected_rows(stores: Stores, key: tuple[str, str, int], selector: S.Takedow
     """``sample_id`` and ``__filename`` of every sample of one Delta version the selector names. Sample ids
     read only the files whose ``sample_id`` range (in the log's statistics) can hold one: a version's
     files are written sorted by it, so a thousand ids touch a handful of files, not every file's ids."""
-    ranges = (
-        key_ranges(get_tier(key[0], stores.tables.settings), key[1], key[2], "sample_id")
-        if selector.sample_ids
-        else None
-    )
+    tier = get_tier(key[0], stores.tables.settings)
+    ranges = key_ranges(tier, key[1], key[2], "sample_id") if selector.sample_ids else None
     if ranges is None:
         return select_rows(stores, stores.tables.get(*key).dataset, selector)
     ids = sorted(set(selector.sample_ids or ()))
     files = [path for path, lo, hi in ranges if bisect.bisect_left(ids, lo) < bisect.bisect_right(ids, hi)]
     import pyarrow.dataset as pads  # start-up: pyarrow.dataset loads pandas
 
-    tier = get_tier(key[0], stores.tables.settings)
     fs = pafs.SubTreeFileSystem(tier.path(key[1]), tier.filesystem)
     dataset = pads.dataset(files, schema=SAMPLE_SCHEMA, format="parquet", filesystem=fs)
     return dataset.to_table(columns=["sample_id", "__filename"], filter=pc.field("sample_id").isin(ids))
