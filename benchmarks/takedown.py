@@ -13,7 +13,8 @@
    - ours, in-process: ``Service.apply_takedown`` (a new service; only the call is timed);
    - ours, as a user runs it: ``lineage takedown apply ID --json`` as a whole process, start-up included;
    - the baseline a user would write: read every file of the table, filter the ids out, write a new
-     Delta version with ``deltalake.write_deltalake(..., mode="overwrite")`` (streamed);
+     Delta version with ``deltalake.write_deltalake(..., mode="overwrite")`` (streamed), timed as a call
+     and again as a whole script (start-up included), the CLI's match;
    - a second reference: delta-rs's own ``DeltaTable.delete(predicate)``.
 3. Bytes written are the sizes of the files each side created (or changed) under the copy, found by
    comparing the copy's files before and after; the catalog database is reported apart.
@@ -21,7 +22,8 @@
 No eval set is registered, so the contamination check that publishing the successor runs reads every
 text but probes nothing: with eval sets, that step costs more than it does here.
 
-Targets: ours (in-process and the CLI) at least 10x faster than the full rewrite, and the bytes ours
+Targets: ours at least 10x faster than the full rewrite (the call against the call, the CLI against the
+script), and the bytes ours
 writes in proportion to the affected files (at most 1.5x their size). Exits 1 when one fails. Prints
 the machine's 1-minute load average.
 
@@ -53,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, WORK, read_corpus, run_measured  # noqa: E402
 
 import api as synthetic  # noqa: E402  (its release builder)
-from lineage.catalog import DatasetVersion  # noqa: E402
+from lineage.catalog import Catalog, DatasetVersion  # noqa: E402
 from lineage.settings import Settings  # noqa: E402
 from storage.layout import DatasetTables  # noqa: E402
 
@@ -89,6 +91,8 @@ def build(samples: int, rebuild: bool) -> tuple[Path, dict]:
     marker = base / "bench.json"
     if not rebuild and marker.exists():
         print(f"reusing the release under {base} (--rebuild to rebuild)")
+        # a base built before the latest migration is brought to head once, not by every side's copy
+        Catalog(Settings(home=base).catalog_url or "").dispose()
         return base, json.loads(marker.read_text())
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
@@ -219,6 +223,26 @@ def full_rewrite(home: Path, ids: list[str]) -> float:
     return time.perf_counter() - t
 
 
+REWRITE_SCRIPT = """
+import json, sys
+import pyarrow.compute as pc
+from deltalake import DeltaTable, write_deltalake
+uri, ids = sys.argv[1], json.load(open(sys.argv[2]))
+ds = DeltaTable(uri).to_pyarrow_dataset()
+write_deltalake(uri, ds.scanner(filter=~pc.field("sample_id").isin(ids)).to_reader(), mode="overwrite")
+"""
+
+
+def full_rewrite_script(home: Path, ids: list[str]) -> float:
+    """The same rewrite as a user's script runs it: a whole process, start-up included (the CLI's match)."""
+    ids_file = home.parent / f"{home.name}-ids.json"
+    ids_file.write_text(json.dumps(ids))
+    run = run_measured([sys.executable, "-c", REWRITE_SCRIPT, str(home / "data" / DATA_TABLE), str(ids_file)])
+    if run.returncode != 0:
+        raise SystemExit(f"the rewrite script failed:\n{run.output}")
+    return run.wall_s
+
+
 def delta_delete(home: Path, ids: list[str]) -> tuple[float, dict]:
     from deltalake import DeltaTable
 
@@ -288,6 +312,11 @@ def main() -> int:
     checks.append(f"full rewrite: {facts['rows'] - rows:,} removed, {left} of the ids left")
     ok = ok and left == 0 and rows == facts["rows"] - len(ids)
 
+    home, _ = side("baseline as a script (start-up included)", lambda h: (full_rewrite_script(h, ids), None))
+    rows, left = remaining(uri_of(home), ids)
+    checks.append(f"full rewrite script: {facts['rows'] - rows:,} removed, {left} of the ids left")
+    ok = ok and left == 0 and rows == facts["rows"] - len(ids)
+
     home, metrics = side("reference: DeltaTable.delete", lambda h: delta_delete(h, ids))
     rows, left = remaining(uri_of(home), ids)
     checks.append(f"delta-rs delete: {facts['rows'] - rows:,} removed, {left} of the ids left; {metrics}")
@@ -300,10 +329,12 @@ def main() -> int:
         shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(ROOT / "runs", ignore_errors=True)
 
-    rewrite_s = results[2][1]
+    rewrite_s, script_s = results[2][1], results[3][1]
+    # each of ours against its match: the call against the rewrite's call, the CLI against the script
+    baseline_of = {results[0][0]: ("the full rewrite", rewrite_s), results[1][0]: ("the full rewrite script", script_s)}
     print()
     print(
-        "| side | wall s | speed-up vs full rewrite | bytes written | data Parquet | Delta logs | other | data files "
+        "| side | wall s | speed-up vs full rewrite (in-process) | bytes written | data Parquet | Delta logs | other | data files "
         "| catalog grew | load at start |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -322,10 +353,11 @@ def main() -> int:
 
     failed = [] if ok else ["a side did not remove exactly the request's samples"]
     for name, wall, w, _ in results[:2]:
-        ratio = rewrite_s / wall
-        print(f"{name}: {ratio:.1f}x faster than the full rewrite (target >= {SPEED_TARGET:.0f}x)")
+        against, base_s = baseline_of[name]
+        ratio = base_s / wall
+        print(f"{name}: {ratio:.1f}x faster than {against} (target >= {SPEED_TARGET:.0f}x)")
         if ratio < SPEED_TARGET:
-            failed.append(f"{name} is {ratio:.1f}x faster than the full rewrite, not {SPEED_TARGET:.0f}x")
+            failed.append(f"{name} is {ratio:.1f}x faster than {against}, not {SPEED_TARGET:.0f}x")
         share = w["total"] / affected_bytes
         print(
             f"{name}: wrote {w['total'] / 2**20:,.2f} MiB for {affected_bytes / 2**20:,.2f} MiB of affected files "

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Schema
@@ -206,23 +209,81 @@ def version_dataset(tier: Tier, table_path: str, version: int) -> pads.Dataset:
     return table.to_pyarrow_dataset(filesystem=fs)
 
 
+def add_actions(table: DeltaTable) -> pa.Table:
+    """The add actions of ``table``'s loaded version: ``path``, ``size_bytes``, ``num_records`` and the
+    ``null_count`` / ``min`` / ``max`` structs (absent when no file has statistics).
+
+    Read as an Arrow stream: ``pa.table()`` on delta-rs's own table object first asks whether it is a
+    pandas frame, which imports pandas (0.3 s) in a process that has no other use for it.
+    """
+    return pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=False)).read_all()
+
+
 def key_ranges(tier: Tier, table_path: str, version: int, column: str) -> list[tuple[str, str, str]] | None:
     """(path, min, max) of ``column`` for each file of a version, from the log's statistics alone (no file
     is opened); None if a file has none."""
-    actions = pa.table(open_version(tier, table_path, version).get_add_actions(flatten=True))
-    lo, hi = f"min.{column}", f"max.{column}"
-    if lo not in actions.column_names or actions.column(lo).null_count or actions.column(hi).null_count:
+    actions = add_actions(open_version(tier, table_path, version))
+    if "min" not in actions.column_names or column not in actions.schema.field("min").type.names:
         return None
-    return list(zip(*(actions.column(c).to_pylist() for c in ("path", lo, hi)), strict=True))
+    lo, hi = (pc.struct_field(actions.column(side), column) for side in ("min", "max"))
+    if lo.null_count or hi.null_count:
+        return None
+    return list(zip(actions.column("path").to_pylist(), lo.to_pylist(), hi.to_pylist(), strict=True))
 
 
 def version_files(tier: Tier, table_path: str, version: int) -> list[dict[str, Any]]:
     """Files of one version: ``path`` (relative to the table), ``size``, ``num_records``."""
-    actions = pa.table(open_version(tier, table_path, version).get_add_actions(flatten=True))
+    actions = add_actions(open_version(tier, table_path, version))
     rows = []
     for rec in actions.select(["path", "size_bytes", "num_records"]).to_pylist():
         rows.append({"path": rec["path"], "size": rec["size_bytes"], "num_records": rec["num_records"]})
     return sorted(rows, key=lambda r: r["path"])
+
+
+def logged_files(tier: Tier, table_path: str, version: int) -> list[DataFile]:
+    """Files of one version as :class:`DataFile`, their statistics taken from the log, not the footers:
+    what a commit that keeps them needs, without opening each file (a takedown keeps hundreds). Statistics
+    of :data:`UNINDEXED_COLUMNS` that an older writer logged are not carried forward."""
+    actions = add_actions(open_version(tier, table_path, version))
+    stats = {
+        key: actions.column(side).to_pylist() if side in actions.column_names else [None] * actions.num_rows
+        for key, side in (("nullCount", "null_count"), ("minValues", "min"), ("maxValues", "max"))
+    }
+    out = []
+    for i, rec in enumerate(actions.select(["path", "size_bytes", "num_records"]).to_pylist()):
+        file_stats: dict[str, Any] = {"numRecords": rec["num_records"]}
+        for key, values in stats.items():
+            present = {c: _jsonable(v) for c, v in (values[i] or {}).items() if c not in UNINDEXED_COLUMNS}
+            file_stats[key] = {c: v for c, v in present.items() if v is not None}
+        out.append(DataFile(rec["path"], rec["size_bytes"], rec["num_records"], file_stats))
+    return sorted(out, key=lambda f: f.path)
+
+
+def rows_with_keys(
+    tier: Tier, table_path: str, paths: list[str], columns: list[str], key: str, keys: pa.Array
+) -> pa.Table:
+    """``columns`` of the rows of the files ``paths`` (relative to the table) whose ``key`` is among
+    ``keys``, plus ``__filename`` (the path), in the order of ``paths``.
+
+    For a few files a takedown names: each is read by its footer on a thread (reading and decoding
+    release the GIL), not through ``pyarrow.dataset``, which loads pandas and plans a scan.
+    """
+    wanted = keys.cast(pa.string())
+
+    def read(path: str) -> pa.Table:
+        with tier.filesystem.open_input_file(tier.path(table_path, path)) as handle:
+            part = pq.ParquetFile(handle).read(columns=columns)
+        part = part.filter(pc.is_in(part.column(key).cast(pa.string()), wanted))
+        return part.append_column("__filename", pa.repeat(pa.scalar(path), part.num_rows))
+
+    if len(paths) <= 1:
+        parts = [read(p) for p in paths]
+    else:
+        with ThreadPoolExecutor(min(len(paths), os.cpu_count() or 1)) as pool:
+            parts = list(pool.map(read, paths))
+    if not parts:
+        return pa.schema([pa.field(c, pa.string()) for c in (*columns, "__filename")]).empty_table()
+    return pa.concat_tables(parts, promote_options="permissive")
 
 
 def strip_log_statistics(tier: Tier, table_path: str, columns: frozenset[str] = UNINDEXED_COLUMNS) -> int:

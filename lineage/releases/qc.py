@@ -211,7 +211,7 @@ def successor_report(
     column, where :func:`build_report` reads every text and the whole lineage: a takedown of a thousand
     samples must not cost a pass over a large release. ``base`` must carry ``script_letters`` (reports
     since issue #22); an older one gives None, and the caller builds the report in full."""
-    from operators.quality.report import rule_counts  # start-up: numba kernels
+    from operators.quality.report import rule_counts  # start-up: the quality package
 
     if "script_letters" not in base:
         return None
@@ -253,7 +253,8 @@ def successor_report(
         "sources": per_source,
         "exact_duplicate_rate": (rows - distinct) / rows if rows else 0.0,
         "operators": operators,
-        "rule_sets": rule_sets_of(operators),
+        # the takedown step adds no rule set, and resolving the chain's names would load every rule set
+        "rule_sets": base["rule_sets"] if "rule_sets" in base else rule_sets_of(operators),
     }
 
 

@@ -23,7 +23,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from sqlalchemy import func, select
 
@@ -39,7 +38,7 @@ from pipelines.engines.distributed import DistributedEngine
 from pipelines.engines.tasks import ITEM_COLUMN, MANIFEST_SCHEMA
 from pipelines.faults import checkpoint
 from pipelines.parquet_out import PartWriter
-from storage.delta import DataFile, commit_snapshot, describe_file, version_files
+from storage.delta import DataFile, commit_snapshot, describe_file, logged_files, rows_with_keys
 from storage.layout import run_prefix
 from storage.tier import Tier, get_tier
 
@@ -103,11 +102,9 @@ def remove_samples(
     data_path, data_version, lineage_path, lineage_version = paths
     prefix = run_prefix(run_id)
     kept, rewritten, removed = _rewrite_data(tier, data_path, data_version, drop, prefix, settings, engine)
-    data_files = [describe_file(tier, data_path, f["path"]) for f in kept] + rewritten
+    data_files = kept + rewritten
     ids = sorted(i for file_ids in drop.values() for i in file_ids)
-    lineage_files = [
-        describe_file(tier, lineage_path, f["path"]) for f in version_files(tier, lineage_path, lineage_version)
-    ]
+    lineage_files = logged_files(tier, lineage_path, lineage_version)
     lineage_files += _takedown_records(tier, lineage_path, prefix, run_id, step, ids, request_id, settings)
     meta = {"lineage.run_id": run_id, "lineage.dataset": dataset, "lineage.takedown": str(request_id)}
     new_data = commit_snapshot(tier, data_path, data_files, SAMPLE_SCHEMA, meta)
@@ -177,7 +174,7 @@ class RewriteFiles:
         rows: list[dict[str, Any]] = []
         for i in batch.column(ITEM_COLUMN).to_pylist():
             with self.tier.filesystem.open_input_file(self.tier.path(self.table, self.files[i])) as handle:
-                table = pq.read_table(handle).select(SAMPLE_SCHEMA.names)
+                table = pq.ParquetFile(handle).read(columns=SAMPLE_SCHEMA.names)
             if table.schema != SAMPLE_SCHEMA:
                 table = table.cast(SAMPLE_SCHEMA)
             gone = pa.array(self.drops[i], pa.string())
@@ -210,13 +207,15 @@ def _rewrite_data(
     prefix: str,
     settings: Settings,
     engine: str,
-) -> tuple[list[dict[str, Any]], list[DataFile], int]:
+) -> tuple[list[DataFile], list[DataFile], int]:
     """(files kept as they are, rewritten copies of the affected ones, samples removed)."""
-    kept: list[dict[str, Any]] = []
+    kept: list[DataFile] = []
     affected: list[str] = []
-    for f in version_files(tier, table, version):
-        (affected if drop.get(f["path"]) else kept).append(f)
-    affected = [f["path"] for f in affected]
+    for f in logged_files(tier, table, version):
+        if drop.get(f.path):
+            affected.append(f.path)
+        else:
+            kept.append(f)
     if not affected:
         return kept, [], 0
     task = RewriteFiles(
@@ -261,14 +260,10 @@ def takedown_records(run_id: str, step: int, ids: list[str], request_id: int) ->
 def removed_rows(settings: Settings, tier_name: str, table: str, drop: dict[str, list[str]]) -> pa.Table:
     """``text``, ``content_hash`` and ``source_dataset`` of the samples ``drop`` names, read from the old
     version's affected files only (what the successor's QC report subtracts)."""
-    import pyarrow.dataset as pads  # start-up: it imports pandas
-
     tier = get_tier(tier_name, settings)
     ids = pa.array(sorted(i for file_ids in drop.values() for i in file_ids), pa.string())
     columns = ["sample_id", "text", "content_hash", "source_dataset"]
-    fs = pafs.SubTreeFileSystem(tier.path(table), tier.filesystem)
-    files = pads.dataset(sorted(drop), schema=SAMPLE_SCHEMA, format="parquet", filesystem=fs)
-    return files.to_table(columns=columns, filter=pc.field("sample_id").isin(ids))
+    return rows_with_keys(tier, table, sorted(drop), columns, "sample_id", ids).select(columns)
 
 
 def _takedown_records(

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -34,9 +33,8 @@ from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.samples import Stores
 from lineage.settings import Settings
-from operators.schema import SAMPLE_SCHEMA
 from pipelines.faults import checkpoint
-from storage.delta import key_ranges
+from storage.delta import key_ranges, rows_with_keys
 from storage.tier import get_tier
 
 if TYPE_CHECKING:
@@ -105,11 +103,7 @@ def affected_rows(stores: Stores, key: tuple[str, str, int], selector: S.Takedow
         return select_rows(stores, stores.tables.get(*key).dataset, selector)
     ids = sorted(set(selector.sample_ids or ()))
     files = [path for path, lo, hi in ranges if bisect.bisect_left(ids, lo) < bisect.bisect_right(ids, hi)]
-    import pyarrow.dataset as pads  # start-up: pyarrow.dataset loads pandas
-
-    fs = pafs.SubTreeFileSystem(tier.path(key[1]), tier.filesystem)
-    dataset = pads.dataset(files, schema=SAMPLE_SCHEMA, format="parquet", filesystem=fs)
-    return dataset.to_table(columns=["sample_id", "__filename"], filter=pc.field("sample_id").isin(ids))
+    return rows_with_keys(tier, key[1], files, ["sample_id"], "sample_id", pa.array(ids, pa.string()))
 
 
 def select_rows(stores: Stores, dataset: pads.Dataset, selector: S.TakedownSelector) -> pa.Table:

@@ -27,53 +27,44 @@ def rule_counts(lineage: pa.Table | pa.RecordBatch) -> pa.Table:
     samples on which the rule failed at all, from ``detail.rules`` (several per sample possible).
     Rows are sorted by operator and rule; a pure function of its input. Rules recorded under an old
     rule-set name (``default:min_words``, before issue #16) count under today's (``quality:min_words``).
+
+    Counted with hash kernels (``value_counts`` of an ``operator`` / ``rule`` key), not Acero's group-by
+    and join: those load ``pyarrow.dataset`` and with it pandas (0.4 s), and the groups are few.
     """
     table = lineage if isinstance(lineage, pa.Table) else pa.Table.from_batches([lineage])
-    verdicts = _verdict_counts(table)
-    failures = _failure_counts(table)
-    joined = verdicts.join(failures, keys=["operator", "rule"], join_type="full outer")
-    columns = [
-        joined["operator"],
-        joined["rule"],
-        *(pc.fill_null(joined[name], 0).cast(pa.int64()) for name in ("dropped", "modified", "failed")),
-    ]
-    result = pa.Table.from_arrays(columns, schema=RULE_COUNTS_SCHEMA)
-    return result.sort_by([("operator", "ascending"), ("rule", "ascending")])
-
-
-def _verdict_counts(table: pa.Table) -> pa.Table:
+    counts: dict[str, dict[str, int]] = {}
     flagged = table.filter(pc.and_(pc.is_valid(table["reason"]), pc.not_equal(table["verdict"], Verdict.KEPT.value)))
-    if flagged.num_rows == 0:
-        return _empty(["dropped", "modified"])
-    small = pa.table(
-        {
-            "operator": flagged["operator"],
-            "rule": _current(flagged["reason"]),
-            "dropped": pc.cast(pc.equal(flagged["verdict"], Verdict.DROPPED.value), pa.int64()),
-            "modified": pc.cast(pc.equal(flagged["verdict"], Verdict.MODIFIED.value), pa.int64()),
-        }
-    )
-    grouped = small.group_by(["operator", "rule"]).aggregate([("dropped", "sum"), ("modified", "sum")])
-    return grouped.select(["operator", "rule", "dropped_sum", "modified_sum"]).rename_columns(
-        ["operator", "rule", "dropped", "modified"]
-    )
-
-
-def _failure_counts(table: pa.Table) -> pa.Table:
+    keys = _keys(flagged["operator"], _current(flagged["reason"]))
+    _count(counts, keys, None)
+    for verdict, column in ((Verdict.DROPPED, "dropped"), (Verdict.MODIFIED, "modified")):
+        _count(counts, keys.filter(pc.equal(flagged["verdict"], verdict.value)), column)
     rules = pc.struct_field(table["detail"], "rules").combine_chunks() if table.num_rows else None
-    if rules is None or len(rules.flatten()) == 0:
-        return _empty(["failed"])
-    flat = rules.flatten()
-    operators = table["operator"].combine_chunks().take(pc.list_parent_indices(rules))
-    small = pa.table(
-        {
-            "operator": operators,
-            "rule": _current(pc.binary_join_element_wise(flat.field("rule_set"), flat.field("rule"), ":")),
-            "failed": pc.cast(pc.invert(flat.field("passed")), pa.int64()),
-        }
-    )
-    grouped = small.group_by(["operator", "rule"]).aggregate([("failed", "sum")])
-    return grouped.select(["operator", "rule", "failed_sum"]).rename_columns(["operator", "rule", "failed"])
+    if rules is not None and len(rules.flatten()):
+        flat = rules.flatten()
+        operators = table["operator"].combine_chunks().take(pc.list_parent_indices(rules))
+        keys = _keys(operators, _current(pc.binary_join_element_wise(flat.field("rule_set"), flat.field("rule"), ":")))
+        _count(counts, keys, None)  # a rule that never failed still has its row
+        _count(counts, keys.filter(pc.invert(flat.field("passed"))), "failed")
+    ordered = sorted(tuple(key.split(_SEP, 1)) for key in counts)
+    columns: dict[str, list] = {"operator": [o for o, _ in ordered], "rule": [r for _, r in ordered]}
+    for name in ("dropped", "modified", "failed"):
+        columns[name] = [counts[_SEP.join(k)].get(name, 0) for k in ordered]
+    return pa.table(columns, schema=RULE_COUNTS_SCHEMA)
+
+
+_SEP = "\x1f"  # joins operator and rule into one hash key; neither name holds it
+
+
+def _keys(operators: pa.Array | pa.ChunkedArray, rules: pa.Array | pa.ChunkedArray) -> pa.Array:
+    joined = pc.binary_join_element_wise(operators, rules, _SEP)
+    return joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined
+
+
+def _count(counts: dict[str, dict[str, int]], keys: pa.Array, column: str | None) -> None:
+    for entry in pc.value_counts(keys).to_pylist():
+        found = counts.setdefault(entry["values"], {})
+        if column is not None:
+            found[column] = found.get(column, 0) + entry["counts"]
 
 
 def _current(rules: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -81,10 +72,3 @@ def _current(rules: pa.Array | pa.ChunkedArray) -> pa.Array:
     encoded = (rules.combine_chunks() if isinstance(rules, pa.ChunkedArray) else rules).dictionary_encode()
     names = [None if r is None else current_rule(r) for r in encoded.dictionary.to_pylist()]
     return pa.array(names, pa.string()).take(encoded.indices)
-
-
-def _empty(value_columns: list[str]) -> pa.Table:
-    return pa.table(
-        {"operator": pa.array([], pa.string()), "rule": pa.array([], pa.string())}
-        | {c: pa.array([], pa.int64()) for c in value_columns}
-    )

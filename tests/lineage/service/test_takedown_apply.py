@@ -5,6 +5,8 @@ withdrawn naming its successor; applying again changes nothing, and an apply kil
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,3 +165,24 @@ def test_the_successor_is_measured_by_its_predecessors_gate_which_does_not_stop_
     assert gate is not None and gate.results[0].condition == "min_samples" and not gate.results[0].passed
     assert gate.override is not None and f"takedown request {request.id}" in gate.override.reason
     assert client.get_release(applied["clean@v1"]).gate is None  # no gate before, none after
+
+
+def test_applying_a_takedown_of_ids_loads_no_jit_scanner_or_migrations(client: Client) -> None:
+    """A takedown of a thousand ids reads a handful of files: in a fresh process, applying it must not load
+    numba (the quality rule sets' JIT), ``pyarrow.dataset`` (a scan planner, which also loads pandas), DuckDB
+    or Alembic. Each cost 0.3-0.8 s of the 5M-sample benchmark (``benchmarks/takedown.py``)."""
+    request = client.create_takedown({"sample_ids": [CURL]}, kind="privacy", reason="x")
+    code = (
+        "import json, sys\n"
+        "from lineage.service.core import Service\n"
+        "from lineage.settings import get_settings\n"
+        "service = Service(get_settings())\n"
+        "service.catalog\n"
+        f"applied = service.apply_takedown({request.id}, actor='t')\n"
+        "heavy = ('numba', 'pyarrow.dataset', 'duckdb', 'alembic', 'pyspark', 'ray')\n"
+        "print(json.dumps({'removed': applied.successors[0].samples_removed,"
+        " 'loaded': [m for m in heavy if m in sys.modules]}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[3])
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == {"removed": 1, "loaded": []}
