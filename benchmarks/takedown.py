@@ -334,7 +334,7 @@ def main() -> int:
     baseline_of = {results[0][0]: ("the full rewrite", rewrite_s), results[1][0]: ("the full rewrite script", script_s)}
     print()
     print(
-        "| side | wall s | speed-up vs full rewrite (in-process) | bytes written | data Parquet | Delta logs | other | data files "
+        "| side | wall s | vs full rewrite (call) | bytes written | data Parquet | Delta logs | other | data files "
         "| catalog grew | load at start |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
