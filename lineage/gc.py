@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -21,11 +20,12 @@ from pathlib import Path
 import pyarrow.fs as pafs
 from sqlalchemy import select
 
+from lineage import staging
 from lineage.catalog import Catalog, DatasetVersion, Replica, Run
 from lineage.catalog.models import utcnow
 from lineage.settings import Settings
 from storage.delta import ensure_table_retention, version_files
-from storage.layout import DatasetTables
+from storage.layout import datasets_on
 from storage.tier import get_tier
 
 log = logging.getLogger(__name__)
@@ -67,18 +67,12 @@ def mark_abandoned_runs(catalog: Catalog, grace: timedelta) -> list[str]:
 def _tables_on_tiers(settings: Settings) -> list[tuple[str, str]]:
     found = []
     for config in settings.tiers:
-        tier = get_tier(config.name, settings)
         try:
-            datasets = tier.filesystem.get_file_info(
-                pafs.FileSelector(tier.path("datasets"), recursive=False, allow_not_found=True)
-            )
-        except OSError as exc:
+            datasets = datasets_on(get_tier(config.name, settings))
+        except OSError as exc:  # gc is best effort: an unreachable tier is reclaimed at a later run
             log.warning("gc: cannot list tier %s: %s", config.name, exc)
             continue
-        for ds in datasets:
-            if ds.type == pafs.FileType.Directory:
-                for kind in DatasetTables.for_dataset(ds.base_name).all():
-                    found.append((config.name, kind))
+        found += [(config.name, path) for tables in datasets for path in tables.all()]
     return found
 
 
@@ -125,12 +119,10 @@ def collect_garbage(
                 report.deleted_files.append(f"{tier_name}:{table_path}/{relative}")
                 if not dry_run:
                     fs.delete_file(info.path)
-    if not dry_run:
-        staging = Path(settings.staging_dir)
-        if staging.is_dir():
-            for child in staging.iterdir():
-                if child.name not in running:
-                    shutil.rmtree(child, ignore_errors=True)
+    for leftover in staging.leftovers(Path(settings.staging_dir), running, grace):
+        report.deleted_files.append(f"staging:{leftover.path.name}")
+        if not dry_run:
+            staging.remove(leftover)
     log.info(
         "gc: %d files deleted, %d kept, retention set on %d tables",
         len(report.deleted_files),

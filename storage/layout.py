@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from storage.names import check_name
 
-__all__ = ["DatasetTables", "check_name", "run_prefix"]
+if TYPE_CHECKING:
+    from storage.tier import Tier
+
+__all__ = ["DatasetTables", "check_name", "datasets_on", "run_prefix"]
 
 
 @dataclass(frozen=True)
@@ -30,3 +34,17 @@ class DatasetTables:
 def run_prefix(run_id: str) -> str:
     """The subfolder of each table that holds one run's files."""
     return f"run-{run_id}"
+
+
+def datasets_on(tier: Tier) -> list[DatasetTables]:
+    """The tables of every dataset folder on ``tier`` (committed or not): what gc and purge walk. A tier
+    that cannot be listed raises (``OSError``)."""
+    import pyarrow.fs as pafs  # start-up: the layout's names are used where pyarrow is not loaded
+
+    selector = pafs.FileSelector(tier.path("datasets"), recursive=False, allow_not_found=True)
+    infos = tier.filesystem.get_file_info(selector)
+    return [
+        DatasetTables.for_dataset(i.base_name)
+        for i in sorted(infos, key=lambda i: i.base_name)
+        if i.type == pafs.FileType.Directory
+    ]

@@ -27,7 +27,6 @@ running it again:
 from __future__ import annotations
 
 import logging
-import shutil
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -42,6 +41,7 @@ import pyarrow.parquet as pq
 from sqlalchemy import select
 from sqlalchemy.orm.attributes import flag_modified
 
+from lineage import staging
 from lineage.catalog import Catalog, DatasetVersion, Release, Replica, Run
 from lineage.catalog.models import Export
 from lineage.errors import Conflict
@@ -53,7 +53,7 @@ from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.faults import checkpoint
 from pipelines.parquet_out import PartWriter
 from storage.delta import commit_snapshot, describe_file, strip_log_statistics, version_files
-from storage.layout import DatasetTables, run_prefix
+from storage.layout import DatasetTables, datasets_on, run_prefix
 from storage.tier import Tier, get_tier
 
 if TYPE_CHECKING:
@@ -136,14 +136,8 @@ def _scan(tier: Tier, table: str, files: list[str], schema: pa.Schema) -> pads.D
 
 
 def _dataset_tables(settings: Settings) -> list[tuple[str, DatasetTables]]:
-    found = []
-    for config in settings.tiers:
-        tier = get_tier(config.name, settings)
-        selector = pafs.FileSelector(tier.path("datasets"), recursive=False, allow_not_found=True)
-        for info in tier.filesystem.get_file_info(selector):
-            if info.type == pafs.FileType.Directory:
-                found.append((config.name, DatasetTables.for_dataset(info.base_name)))
-    return found
+    """Every dataset's tables on every tier; a tier it cannot list fails the purge (bytes would stay)."""
+    return [(c.name, tables) for c in settings.tiers for tables in datasets_on(get_tier(c.name, settings))]
 
 
 def find(settings: Settings, rows_of: RowsOf, quarantine_filter: pc.Expression | None) -> Found:
@@ -373,12 +367,9 @@ def delete(catalog: Catalog, settings: Settings, found: Found, touched: set[Key]
         for leftover in _all_files(tier, prefix):  # index.json (MDS), staged shards of a killed export
             _delete(tier, leftover, report)
         log.info("purge: export %s deleted", export_id)
-    staging = Path(settings.staging_dir)
-    for child in sorted(staging.iterdir()) if staging.is_dir() else []:
-        if child.name not in running:
-            for leftover in sorted(p for p in child.rglob("*") if p.is_file()):
-                report.deleted("staging", leftover.stat().st_size)
-            shutil.rmtree(child, ignore_errors=True)
+    for leftover in staging.leftovers(Path(settings.staging_dir), running, grace=None):  # runs' scratch only
+        staging.remove(leftover)
+        report.deleted("staging", leftover.bytes)
     with catalog.session() as s:
         for replica_id, *_ in replicas:  # placement and tier copies no longer see a copy to read
             replica = s.get(Replica, replica_id)

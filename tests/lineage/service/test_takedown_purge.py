@@ -4,6 +4,7 @@ or other file; live data is untouched; the withdrawn release is a tombstone that
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def test_purge_leaves_no_removed_text_under_any_tier_and_keeps_live_data(world: 
     assert set(before) == set(MARKERS)  # the scan sees them: texts, meta, quarantine raw bytes, log statistics
     assert any("_delta_log" in f for f in before["zqxmarkalpha"])
 
-    staged = settings.staging_dir / "a-killed-run" / "part.parquet"  # what a killed local run leaves behind
+    staged = settings.staging_dir / str(uuid.uuid4()) / "part.parquet"  # what a killed local run leaves behind
     staged.parent.mkdir(parents=True)
     pq.write_table(pa.table({"text": [GONE[0]["text"]]}), staged)
 
