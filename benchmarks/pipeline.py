@@ -3,15 +3,23 @@
 1. The whole English corpus (63,681 docs): docs/s, MB/s of uncompressed input, peak RSS.
 2. A ~2 GB input (the corpus repeated with one random word edit per copy): peak RSS, which must
    stay well under 2 GB because every stage streams or spills.
+3. ``--datatrove``: against datatrove (issue #18, item 4), side by side in this run, on the whole English
+   corpus and on a >= 250k-document input (the corpus 4 times, each copy with random word edits), each
+   in 2 JSONL shards. Ours: ``lineage run`` of convert → exact → MinHash → Gopher repetition + quality,
+   then ``lineage release publish`` (a Delta release with its manifest and QC report), both processes
+   timed. Theirs: ``baselines/pipeline_datatrove.py`` (JsonlReader → Gopher repetition + quality → its
+   4-stage MinHash → its exact dedup, ``LocalPipelineExecutor`` with 2 tasks). Targets: ours >= 12x
+   datatrove's docs/s at >= 250k documents and >= 8x on the English corpus; exits 1 when one fails.
 
-Each run is a separate ``lineage run`` process, so peak RSS is that process's own.
-Usage: python benchmarks/pipeline.py [--big-gb 2.0] [--skip-big]
+Each run is a separate process, so peak RSS is that process's own.
+Usage: python benchmarks/pipeline.py [--big-gb 2.0] [--skip-big] [--datatrove [--datatrove-only]]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -54,6 +62,100 @@ def run_pipeline(name: str, input_path: Path, docs: int, input_bytes: int) -> di
     }
 
 
+CURATION = """
+name = "bench-curation"
+[[inputs]]
+dataset = "{dataset}"
+path = "{path}"
+id_field = "id"
+[[operators]]
+name = "exact_dedupe"
+[[operators]]
+name = "minhash_dedupe"
+[[operators]]
+name = "quality_gopher_repetition"
+[[operators]]
+name = "quality_gopher"
+[output]
+dataset = "{dataset}-clean"
+"""
+DATATROVE_TARGETS = {"debian-en": 8.0, "en-x4": 12.0}
+
+
+def sharded(name: str, docs: list[dict]) -> Path:
+    """``docs`` as 2 JSONL shards (``id`` and ``text``), the layout both sides read."""
+    folder = WORK / f"shards-{name}-{len(docs)}"
+    marker = folder / "_COMPLETE"
+    if not marker.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for k in range(2):
+            with (folder / f"part-{k}.jsonl").open("w", encoding="utf-8") as fh:
+                for doc in docs[k::2]:
+                    fh.write(json.dumps({"id": doc["id"], "text": doc["text"]}, ensure_ascii=False) + "\n")
+        marker.write_text("")
+    return folder
+
+
+def ours_curation(name: str, folder: Path, docs: int) -> dict:
+    home = WORK / f"home-curation-{name}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    spec = home / "pipeline.toml"
+    spec.write_text(CURATION.format(dataset=name, path=folder))
+    lineage, env = str(REPO / ".venv" / "bin" / "lineage"), {"LINEAGE_HOME": str(home)}
+    run = run_measured([lineage, "run", str(spec)], env=env)
+    if run.returncode != 0:
+        sys.exit(f"lineage run failed ({run.returncode}):\n{run.output}")
+    publish = run_measured([lineage, "release", "publish", f"{name}-clean@bench", "--json"], env=env)
+    if publish.returncode != 0:
+        sys.exit(f"lineage release publish failed ({publish.returncode}):\n{publish.output}")
+    kept = json.loads(publish.output[publish.output.index("{") :])["release"]["row_count"]
+    wall = run.wall_s + publish.wall_s
+    return {"side": "ours", "wall_s": wall, "cpu_s": run.cpu_s + publish.cpu_s, "kept": kept, "docs_per_s": docs / wall}
+
+
+def datatrove_curation(name: str, folder: Path, docs: int) -> dict:
+    script = REPO / "benchmarks" / "baselines" / "pipeline_datatrove.py"
+    work = WORK / f"datatrove-{name}"
+    run = run_measured([sys.executable, str(script), str(folder), str(work), "--tasks", "2"])
+    if run.returncode != 0:
+        sys.exit(f"the datatrove baseline failed ({run.returncode}):\n{run.output[-3000:]}")
+    counts = json.loads(run.output.strip().splitlines()[-1])
+    return {
+        "side": "datatrove",
+        "wall_s": run.wall_s,
+        "cpu_s": run.cpu_s,
+        "kept": counts["output"],
+        "docs_per_s": docs / run.wall_s,
+    }
+
+
+def compare_datatrove(docs: list[dict]) -> list[str]:
+    """Both sides on both inputs; the failures against the targets."""
+    inputs = {"debian-en": docs, "en-x4": list(edited_copies(docs, 4, seed=11))}
+    failed = []
+    # CPU s counts the processes each side's launcher waited for: datatrove's forkserver workers are not
+    print("| input | docs | side | wall s | CPU s | docs/s | kept | ours / datatrove | load at start |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for name, rows in inputs.items():
+        folder = sharded(name, rows)
+        results = []
+        for side in (ours_curation, datatrove_curation):
+            load = os.getloadavg()[0]
+            results.append((side(name, folder, len(rows)), load))
+        ratio = results[0][0]["docs_per_s"] / results[1][0]["docs_per_s"]
+        for r, load in results:
+            shown = f"{ratio:.1f}x" if r["side"] == "ours" else ""
+            print(
+                f"| {name} | {len(rows):,} | {r['side']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} "
+                f"| {r['docs_per_s']:,.0f} | {r['kept']:,} | {shown} | {load:.2f} |"
+            )
+        if ratio < DATATROVE_TARGETS[name]:  # (docs, hence ratio, from the wall times)
+            failed.append(f"{name}: ours {ratio:.1f}x datatrove's docs/s, target {DATATROVE_TARGETS[name]:.0f}x")
+    return failed
+
+
 def build_big(target_gb: float) -> tuple[Path, int, int]:
     docs = read_corpus()
     one_pass = sum(len(json.dumps(d, ensure_ascii=False).encode()) + 1 for d in docs)
@@ -82,10 +184,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--big-gb", type=float, default=2.0)
     parser.add_argument("--skip-big", action="store_true")
+    parser.add_argument("--datatrove", action="store_true", help="also compare against datatrove (issue #18)")
+    parser.add_argument("--datatrove-only", action="store_true", help="only the datatrove comparison")
+    parser.add_argument("--docs", type=int, default=None, help="only the first N documents (a quick check)")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
 
-    docs = read_corpus()
+    docs = read_corpus()[: args.docs]
+    failed: list[str] = []
+    if args.datatrove or args.datatrove_only:
+        print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores)")
+        failed = compare_datatrove(docs)
+        for f in failed:
+            print(f"FAILED: {f}")
+        if args.datatrove_only:
+            sys.exit(1 if failed else 0)
     raw_bytes = sum(len(json.dumps(d, ensure_ascii=False).encode()) + 1 for d in docs)
     results = [run_pipeline("debian-en", CORPUS_EN, len(docs), raw_bytes)]
     if not args.skip_big:
@@ -97,6 +210,8 @@ def main() -> None:
     print(" | ".join("---" for _ in header))
     for row in results:
         print(" | ".join(str(row[h]) for h in header))
+    if failed:
+        sys.exit(1)
     if not args.skip_big and results[-1]["peak_rss_MB"] >= 2048:
         sys.exit(f"peak RSS {results[-1]['peak_rss_MB']} MB on {results[-1]['input_MB']} MB of input: not under 2 GB")
 

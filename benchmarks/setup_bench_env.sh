@@ -9,6 +9,7 @@ cd "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV=benchmarks/.venv
 PACKAGES=(datatrove spacy regex orjson rensa datasketch)  # regex, orjson: datatrove extras its text utils and JsonlReader need
 PACKAGES+=(tokenizers megatron-core torch==2.13.0)  # export.py's baseline: encode_batch + IndexedDatasetBuilder (CPU torch)
+PACKAGES+=("xxhash<4")  # datatrove 0.10 hashes str shingles with xxhash, which refuses str from 4.0 on
 
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
