@@ -6,4 +6,4 @@ bash scripts/setup.sh --tests
 .venv/bin/ruff check .
 .venv/bin/lint-imports
 export PYTHONUNBUFFERED=1
-exec .venv/bin/python -m pytest -q "$@"
+exec .venv/bin/python -m pytest -q --durations=30 "$@"  # the slowest tests, to keep the suite under 30 minutes
