@@ -1,0 +1,133 @@
+"""One search box over the catalog: dataset and release names, run ids, sample ids, source URIs and eval
+sets, answered by kind (what the web view's search page shows, and ``lineage search``).
+
+Names and ids match by case-insensitive substring (run ids by prefix); a sample id only exactly (a
+sample id is a hash: a substring of one means nothing), looked up in the tables as ``sample_lineage``
+does; a source URI is any file dataset of the lineage graph whose location contains the text. Each kind
+answers at most ``limit`` hits, and says how many it found in all.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func, or_, select
+
+from lineage import openlineage
+from lineage.catalog import Dataset, EvalSet, Release, Run
+from lineage.service import schemas as S
+from lineage.service.errors import BadRequest
+
+if TYPE_CHECKING:
+    from lineage.service.core import Service
+
+KINDS = ("dataset", "release", "run", "sample", "source", "evalset")
+SAMPLE_ID = re.compile(r"^[0-9a-f]{32}$")  # operators.schema.sample_id: xxh3-128, hex
+MAX_QUERY = 500
+
+
+def _like(text: str) -> str:
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def search(service: Service, query: str, limit: int) -> S.SearchResults:
+    text = query.strip()
+    if not 1 <= len(text) <= MAX_QUERY or "\x00" in text:
+        raise BadRequest(f"the search text must be 1-{MAX_QUERY} characters without NUL, got {len(text)}")
+    if not 1 <= limit <= 100:
+        raise BadRequest(f"limit must be 1-100, got {limit}")
+    like = _like(text)
+    groups: list[S.SearchGroup] = []
+
+    def group(kind: str, hits: list[S.SearchHit], total: int) -> None:
+        if total:
+            groups.append(S.SearchGroup(kind=kind, total=total, hits=hits[:limit]))
+
+    with service.catalog.session() as s:
+        q = select(Dataset).where(
+            or_(
+                func.lower(Dataset.name).like(like, escape="\\"),
+                func.lower(Dataset.description).like(like, escape="\\"),
+            )
+        )
+        found = list(s.scalars(q.order_by(Dataset.name).limit(limit)))
+        total = s.scalar(select(func.count()).select_from(q.subquery())) or 0
+        group(
+            "dataset",
+            [S.SearchHit(kind="dataset", id=d.name, label=d.name, detail=d.description[:200]) for d in found],
+            total,
+        )
+        ref = func.lower(Release.name + "@" + Release.tag)
+        q = select(Release).where(ref.like(like, escape="\\"))
+        found_releases = list(s.scalars(q.order_by(Release.name, Release.tag).limit(limit)))
+        total = s.scalar(select(func.count()).select_from(q.subquery())) or 0
+        group(
+            "release",
+            [
+                S.SearchHit(
+                    kind="release",
+                    id=r.ref,
+                    label=r.ref,
+                    detail=f"{r.state}, {r.dataset_version.dataset.name}:v{r.dataset_version.version}",
+                )
+                for r in found_releases
+            ],
+            total,
+        )
+        if len(text) <= 36:
+            prefix = _like(text)[1:]  # a run id by its prefix
+            q = select(Run).where(func.lower(Run.id).like(prefix, escape="\\"))
+            runs = list(s.scalars(q.order_by(Run.started_at.desc()).limit(limit)))
+            total = s.scalar(select(func.count()).select_from(q.subquery())) or 0
+            group(
+                "run",
+                [
+                    S.SearchHit(
+                        kind="run", id=r.id, label=r.id, detail=f"{r.pipeline} -> {r.output_dataset}, {r.status}"
+                    )
+                    for r in runs
+                ],
+                total,
+            )
+        q = select(EvalSet).where(func.lower(EvalSet.name).like(like, escape="\\"))
+        evalsets = list(s.scalars(q.order_by(EvalSet.name).limit(limit)))
+        total = s.scalar(select(func.count()).select_from(q.subquery())) or 0
+        group(
+            "evalset",
+            [S.SearchHit(kind="evalset", id=e.name, label=e.name, detail=f"{e.kind}, {e.state}") for e in evalsets],
+            total,
+        )
+        index = service.graph_cache.get(s)
+    if SAMPLE_ID.match(text.lower()):
+        lineage = service.sample_lineage(text.lower())
+        if lineage.found:
+            where = lineage.source.uri if lineage.source and lineage.source.uri else ""
+            group(
+                "sample", [S.SearchHit(kind="sample", id=lineage.sample_id, label=lineage.sample_id, detail=where)], 1
+            )
+    ours = service.settings.openlineage_namespace
+    needle = text.lower()
+    sources = sorted(
+        (node.namespace, node.name)
+        for node in index.nodes.values()
+        if node.kind == openlineage.DATASET
+        and node.namespace != ours
+        and needle in f"{node.namespace}:{node.name}".lower()
+    )
+    group(
+        "source",
+        [
+            S.SearchHit(
+                kind="source",
+                id=openlineage.node_id(openlineage.DATASET, ns, name),
+                label=name if ns == "file" else f"{ns}/{name.lstrip('/')}",
+                detail=ns,
+            )
+            for ns, name in sources[:limit]
+        ],
+        len(sources),
+    )
+    groups.sort(key=lambda g: KINDS.index(g.kind))
+    return S.SearchResults(query=text, groups=groups)
