@@ -8,24 +8,38 @@ FastAPI's page builders at it, with no font or favicon from elsewhere.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
+import fastapi_offline
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 ASSETS = "/assets/docs"
+# ReDoc's side menu always shows a logo it loads from its CDN (offline: a failed request in the console);
+# the bundle is served with that one address pointed at an empty image instead.
+REDOC_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
+EMPTY_IMAGE = b"data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E"
 
 
 def asset_folder() -> Path:
     """Where the installed ``fastapi-offline`` keeps the Swagger UI and ReDoc bundles."""
-    import fastapi_offline  # start-up: only when the app is built
-
     return Path(fastapi_offline.__file__).parent / "static"
 
 
+@functools.cache
+def redoc_bundle() -> bytes:
+    """The installed ``redoc.standalone.js`` with its CDN logo replaced (read once)."""
+    return (asset_folder() / "redoc.standalone.js").read_bytes().replace(REDOC_LOGO, EMPTY_IMAGE)
+
+
 def install(app: FastAPI) -> None:
+    @app.get(f"{ASSETS}/redoc.standalone.js", include_in_schema=False)
+    def asset_redoc() -> Response:
+        return Response(redoc_bundle(), media_type="text/javascript")
+
     app.mount(ASSETS, StaticFiles(directory=asset_folder()), name="docs-assets")
     openapi_url = app.openapi_url or "/openapi.json"
 

@@ -11,8 +11,10 @@ from html import escape
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.responses import HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
+
+from lineage.releases.qc import CHARTS_JS
 
 STATIC = Path(__file__).parent / "static"
 ASSETS = "/assets/web"
@@ -35,6 +37,11 @@ def shell(page: str) -> HTMLResponse:
 
 
 def install(app: FastAPI) -> None:
+    @app.get(f"{ASSETS}/qc_report.js", include_in_schema=False)
+    def asset_qc_report() -> FileResponse:
+        """The QC report's rendering, the very file the standalone HTML report inlines."""
+        return FileResponse(CHARTS_JS, media_type="text/javascript", headers={"Cache-Control": "no-cache"})
+
     app.mount(ASSETS, StaticFiles(directory=STATIC), name="web-assets")
 
     @app.get("/", include_in_schema=False)

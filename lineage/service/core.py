@@ -1084,7 +1084,9 @@ class Service:
     # -- search ---------------------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 20) -> S.SearchResults:
         """Datasets, releases, runs, a sample, sources and eval sets matching ``query``, by kind."""
-        return search.search(self, query, limit)
+        return search.search(
+            self.catalog, self.graph_cache, self.settings.openlineage_namespace, self.sample_lineage, query, limit
+        )
 
     # -- tokens -------------------------------------------------------------------------------
     def create_token(self, name: str, role: str = "reader", *, actor: str = "local") -> S.TokenCreated:

@@ -10,17 +10,14 @@ answers at most ``limit`` hits, and says how many it found in all.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from sqlalchemy import func, or_, select
 
 from lineage import openlineage
-from lineage.catalog import Dataset, EvalSet, Release, Run
+from lineage.catalog import Catalog, Dataset, EvalSet, Release, Run
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest
-
-if TYPE_CHECKING:
-    from lineage.service.core import Service
 
 KINDS = ("dataset", "release", "run", "sample", "source", "evalset")
 SAMPLE_ID = re.compile(r"^[0-9a-f]{32}$")  # operators.schema.sample_id: xxh3-128, hex
@@ -32,7 +29,16 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
-def search(service: Service, query: str, limit: int) -> S.SearchResults:
+def search(
+    catalog: Catalog,
+    graph: openlineage.GraphCache,
+    namespace: str,
+    find_sample: Callable[[str], S.SampleLineage],
+    query: str,
+    limit: int,
+) -> S.SearchResults:
+    """``namespace``: our datasets' in the graph (a source is a dataset of another); ``find_sample``: the
+    service's ``sample_lineage``."""
     text = query.strip()
     if not 1 <= len(text) <= MAX_QUERY or "\x00" in text:
         raise BadRequest(f"the search text must be 1-{MAX_QUERY} characters without NUL, got {len(text)}")
@@ -45,7 +51,7 @@ def search(service: Service, query: str, limit: int) -> S.SearchResults:
         if total:
             groups.append(S.SearchGroup(kind=kind, total=total, hits=hits[:limit]))
 
-    with service.catalog.session() as s:
+    with catalog.session() as s:
         q = select(Dataset).where(
             or_(
                 func.lower(Dataset.name).like(like, escape="\\"),
@@ -99,15 +105,15 @@ def search(service: Service, query: str, limit: int) -> S.SearchResults:
             [S.SearchHit(kind="evalset", id=e.name, label=e.name, detail=f"{e.kind}, {e.state}") for e in evalsets],
             total,
         )
-        index = service.graph_cache.get(s)
+        index = graph.get(s)
     if SAMPLE_ID.match(text.lower()):
-        lineage = service.sample_lineage(text.lower())
+        lineage = find_sample(text.lower())
         if lineage.found:
             where = lineage.source.uri if lineage.source and lineage.source.uri else ""
             group(
                 "sample", [S.SearchHit(kind="sample", id=lineage.sample_id, label=lineage.sample_id, detail=where)], 1
             )
-    ours = service.settings.openlineage_namespace
+    ours = namespace
     needle = text.lower()
     sources = sorted(
         (node.namespace, node.name)

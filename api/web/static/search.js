@@ -53,6 +53,6 @@ page(async (out) => {
   );
   out.replaceChildren(
     h("h1", {}, `Search: ${found.query}`),
-    groups.length ? groups : h("p", { id: "no-hits" }, "Nothing matches."),
+    ...(groups.length ? groups : [h("p", { id: "no-hits" }, "Nothing matches.")]),
   );
 });

@@ -1,0 +1,70 @@
+// The release page: manifest summary, funnel and QC charts (the QC report's own rendering), gate results
+// and override, replicas per tier, the training jobs that read it, and the diff against the previous
+// release of the same name.
+import { api, fmt, h, links, page, section, table } from "./common.js";
+import { renderQc } from "./qc_report.js";
+
+page(async (out) => {
+  const [, , name, tag] = location.pathname.split("/").map(decodeURIComponent);
+  const ref = `${name}@${tag}`;
+  const path = `/releases/${encodeURIComponent(name)}/${encodeURIComponent(tag)}`;
+  const [release, manifest, quality, replicas, reads, siblings] = await Promise.all([
+    api(path),
+    api(path + "/manifest"),
+    api(path + "/quality"),
+    api(path + "/replicas"),
+    api(path + "/reads", { limit: 100 }),
+    api("/releases", { name, limit: 1000 }),
+  ]);
+  const earlier = siblings.items
+    .filter((r) => r.ref !== ref && r.state !== "draft" && r.published_at < release.published_at)
+    .sort((a, b) => (a.published_at < b.published_at ? 1 : -1));
+  const previous = earlier[0];
+  const diff = previous ? await api("/diff", { base: previous.ref, target: ref }) : null;
+
+  const summary = table(["", ""], [
+    ["state", release.state + (release.deprecation_reason ? ` (${release.deprecation_reason})` : "")],
+    ["content digest", h("code", { id: "digest" }, release.content_digest)],
+    ["dataset version", h("a", { href: links.dataset(manifest.dataset) }, `${manifest.dataset}:v${manifest.dataset_version}`)],
+    ["data table", `${manifest.tier}: ${manifest.data.table} @ Delta version ${manifest.data.delta_version}`],
+    ["files", fmt(manifest.files.length)],
+    ["rows", fmt(manifest.row_count)],
+    ["bytes", fmt(manifest.bytes)],
+    ["run", manifest.run_id ? h("a", { href: links.run(manifest.run_id) }, manifest.run_id) : "—"],
+    ["published", `${release.published_at} by ${release.created_by}`],
+  ], { id: "summary", class: "kv" });
+
+  const qc = h("div", { id: "qc" });
+  if (quality.report) {
+    renderQc(qc, {
+      ref,
+      report: quality.report,
+      gate: quality.gate,
+      contamination: manifest.contamination,
+      steps: quality.steps,
+      quarantine: quality.quarantine,
+    });
+  } else {
+    qc.append(h("p", {}, "This release was published before QC reports."));
+  }
+
+  const replicaRows = replicas.map((r) => [r.tier, r.state, r.primary ? "primary" : "copy", fmt(r.file_count), r.verified_at || "—"]);
+  const readRows = reads.items.map((r) => [r.job, r.rank ?? "—", r.world_size ?? "—", r.host || "—", r.opened_at || "—"]);
+  const diffPart = diff
+    ? h("div", { id: "diff" },
+        h("p", {}, "against ", h("a", { href: links.release(previous.ref) }, previous.ref), `: +${fmt(diff.added)} −${fmt(diff.removed)} changed ${fmt(diff.changed)}`),
+        table(["source", "added", "removed", "changed"], diff.sources.map((s) => [s.source, fmt(s.added), fmt(s.removed), fmt(s.changed)])),
+        diff.schema_changes.length
+          ? table(["field", "change"], diff.schema_changes.map((c) => [c.field, c.change]))
+          : h("p", {}, "schema unchanged"))
+    : h("p", { id: "diff" }, `no earlier release named ${name}`);
+
+  out.replaceChildren(
+    h("h1", {}, "Release ", h("span", { id: "ref" }, ref)),
+    section("Manifest", summary),
+    section("Quality", qc),
+    section("Replicas", table(["tier", "state", "role", "files", "verified"], replicaRows, { id: "replicas" })),
+    section("Training jobs that read it", readRows.length ? table(["job", "rank", "world size", "host", "when"], readRows, { id: "reads" }) : h("p", { id: "reads" }, "none recorded")),
+    section("Diff with the previous release", diffPart),
+  );
+});
