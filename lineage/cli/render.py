@@ -123,7 +123,23 @@ def write_report(service: Service, ref: str, out: Path) -> None:
     gate = release.gate.model_dump(mode="json") if release.gate is not None else None
     contamination = manifest.contamination.model_dump(mode="json") if manifest.contamination is not None else None
     qc = manifest.qc.model_dump(mode="json", by_alias=True)
-    out.write_text(report_html(release.ref, qc, gate, contamination), encoding="utf-8")
+    summary = {
+        "content_digest": release.content_digest,
+        "dataset": manifest.dataset,
+        "dataset_version": manifest.dataset_version,
+        "table": manifest.data.table,
+        "delta_version": manifest.data.delta_version,
+    }
+    html = report_html(
+        release.ref,
+        qc,
+        gate,
+        contamination,
+        steps=manifest.quality.steps,
+        quarantine=manifest.quality.quarantine,
+        manifest=summary,
+    )
+    out.write_text(html, encoding="utf-8")
 
 
 def show_release(service: Service, ref: str) -> None:
