@@ -8,7 +8,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.support.browser import Page
-from tests.web.conftest import WebWorld
+from tests.support.web_world import WebWorld
 
 
 def same_origin_only(page: Page) -> list[str]:

@@ -10,7 +10,7 @@ import httpx
 
 from lineage.releases.qc import CHARTS_JS, report_html
 from tests.support.browser import Page
-from tests.web.conftest import WebWorld
+from tests.support.web_world import WebWorld
 
 # many sources with long names and one with a tiny drop rate beside a large one: the old vertical
 # chart's labels overlapped here, and a 0.01% bar was 0 pixels high

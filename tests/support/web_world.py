@@ -1,6 +1,6 @@
 """The web view's world: a small catalog (two runs, two releases of one name, a gate, a training read, and
 an outside tool's OpenLineage events at two past dates), served by the real app under uvicorn on a
-loopback port, and the session's headless Chromium (``tests/support/browser.py``)."""
+loopback port. The fixtures are in tests/api/web/conftest.py; the browser is tests/support/browser.py."""
 
 from __future__ import annotations
 
@@ -8,17 +8,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from selenium import webdriver
 
 from api.app import create_app
 from lineage.runs import Runner
 from lineage.service.core import Service
 from operators.schema import sample_id
 from tests.support.api_world import ServerThread, build_corpus, make_settings, spec
-from tests.support.browser import Page, browser, open_page
 from tests.support.helpers import write_jsonl
-
-__all__ = ["browser"]  # the session's browser, a fixture of tests/support/browser.py
 
 
 def event(when: str, inputs: list[str], event_type: str = "COMPLETE") -> dict:
@@ -44,8 +40,8 @@ class WebWorld:
     short: str
 
 
-@pytest.fixture(scope="module")
 def web_world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebWorld]:
+    """Build the catalog and serve it for as long as the caller (a module-scoped fixture) keeps it."""
     tmp = tmp_path_factory.mktemp("web")
     settings = make_settings(tmp, "sqlite", request)
     service = Service(settings)
@@ -68,8 +64,3 @@ def web_world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
             short=sample_id("raw", "id:short"),
         )
     service.close()
-
-
-@pytest.fixture
-def page(browser: webdriver.Chrome, web_world: WebWorld, request: pytest.FixtureRequest) -> Iterator[Page]:
-    yield from open_page(browser, web_world.url, request)
