@@ -25,6 +25,16 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = Path(__file__).parents[2]
+# text nodes that are a value rendered by mistake: null, undefined, NaN, an object's default string
+LEAKED_TEXT = """
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+const found = [];
+while (walker.nextNode()) {
+  const t = walker.currentNode.textContent.trim();
+  if (/^(null|undefined|NaN)$/.test(t) || t.includes("[object ")) found.push(t.slice(0, 80));
+}
+return found;
+"""
 CHROMIUM = ("chromium", "chromium-browser")
 DRIVER = "chromedriver"
 
@@ -82,9 +92,12 @@ class Page:
         self.wait_mark(mark, timeout)
 
     def wait_mark(self, mark: str, timeout: float = 30) -> None:
+        """Wait for the page's ``mark``; then no text it rendered may be a JavaScript value's leak."""
         WebDriverWait(self.driver, timeout).until(
             lambda d: d.execute_script("return performance.getEntriesByName(arguments[0], 'mark').length > 0", mark)
         )
+        leaks = self.driver.execute_script(LEAKED_TEXT)
+        assert not leaks, f"the page rendered JavaScript values as text: {leaks}"
 
     def navigate(self, action: Callable[[], object], mark: str = "ready", timeout: float = 30) -> None:
         """Do ``action`` (a click, an Enter), which loads another page, and wait for that page's ``mark``."""

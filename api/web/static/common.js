@@ -74,6 +74,11 @@ export function section(title, ...body) {
   return h("section", {}, h("h2", {}, title), ...body);
 }
 
+/** Replace the children of ``out`` with ``nodes``, leaving out the null/false ones (optional sections). */
+export function fill(out, ...nodes) {
+  out.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
+}
+
 export function main() {
   return document.getElementById("main");
 }

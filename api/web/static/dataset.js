@@ -1,5 +1,5 @@
 // The dataset page: its metadata, versions with theirs, the runs that made them, and the releases of each.
-import { api, fmt, h, links, page, section, table } from "./common.js";
+import { api, fill, fmt, h, links, page, section, table } from "./common.js";
 
 page(async (out, health) => {
   const name = decodeURIComponent(location.pathname.split("/")[2]);
@@ -9,7 +9,7 @@ page(async (out, health) => {
     api(path + "/versions", { limit: 1000 }),
     api("/runs", { dataset: name, limit: 100 }),
   ]);
-  out.replaceChildren(
+  fill(out, 
     h("h1", {}, "Dataset ", h("span", { id: "dataset-name" }, ds.name)),
     table(["", ""], [
       ["description", ds.description || "—"],

@@ -1,7 +1,7 @@
 // The lineage graph: the GET /lineage neighbourhood of one node (one hop by default), laid out in
 // columns (upstream left, downstream right). Each node shows its upstream/downstream counts; "+" loads
 // that node's own neighbourhood and merges it (never the whole graph). "as of" re-asks at a date.
-import { api, h, links, page } from "./common.js";
+import { api, fill, h, links, page } from "./common.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const W = 220, H = 46, GAP_X = 90, GAP_Y = 18;
@@ -89,12 +89,15 @@ class Graph {
     }
     const width = 40 + cols.length * (W + GAP_X) - GAP_X;
     const svg = s("svg", { id: "graph", width, height: Math.max(height, 100), viewBox: `0 0 ${width} ${Math.max(height, 100)}` });
+    const arrow = s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+    arrow.append(s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }));
+    svg.append(s("defs", {}, arrow));
     for (const e of this.edges) {
       const [o, d] = e.split("\u0000");
       const a = pos.get(o), b = pos.get(d);
       if (!a || !b) continue;
       const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
-      svg.append(s("path", { class: "edge", d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}` }));
+      svg.append(s("path", { class: "edge", d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}`, "marker-end": "url(#arrow)" }));
     }
     for (const [id, p] of pos) {
       const n = this.nodes.get(id);
@@ -129,7 +132,7 @@ page(async (out, health) => {
   if (!root) {
     const datasets = await api("/datasets", { limit: 1 });
     if (!datasets.items.length) {
-      out.replaceChildren(h("h1", {}, "Lineage graph"), h("p", {}, "The catalog has no dataset yet."));
+      fill(out, h("h1", {}, "Lineage graph"), h("p", {}, "The catalog has no dataset yet."));
       return;
     }
     root = `dataset:${health.namespace}:${datasets.items[0].name}`;
@@ -143,7 +146,7 @@ page(async (out, health) => {
   }
   const status = h("p", { id: "graph-status", class: "detail" });
   const box = h("div", { id: "graph-box" });
-  out.replaceChildren(
+  fill(out, 
     h("h1", {}, "Lineage graph"),
     h("p", {}, "around ", h("code", { id: "root" }, root)),
     h("form", { id: "graph-controls", class: "controls", onsubmit: (e) => e.preventDefault() },

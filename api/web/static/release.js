@@ -1,7 +1,7 @@
 // The release page: manifest summary, funnel and QC charts (the QC report's own rendering), gate results
 // and override, replicas per tier, the training jobs that read it, and the diff against the previous
 // release of the same name.
-import { api, fmt, h, links, page, section, table } from "./common.js";
+import { api, fill, fmt, h, links, page, section, table } from "./common.js";
 import { renderQc } from "./qc_report.js";
 
 page(async (out) => {
@@ -59,7 +59,7 @@ page(async (out) => {
           : h("p", {}, "schema unchanged"))
     : h("p", { id: "diff" }, `no earlier release named ${name}`);
 
-  out.replaceChildren(
+  fill(out, 
     h("h1", {}, "Release ", h("span", { id: "ref" }, ref)),
     section("Manifest", summary),
     section("Quality", qc),

@@ -1,11 +1,11 @@
 // The run page (a job node of the graph): what ran, on what, with which operators and parameters.
-import { api, fmt, h, links, page, section, table } from "./common.js";
+import { api, fill, fmt, h, links, page, section, table } from "./common.js";
 
 page(async (out, health) => {
   const id = decodeURIComponent(location.pathname.split("/")[2]);
   const run = await api(`/runs/${encodeURIComponent(id)}`);
   const steps = (run.counts && run.counts.steps) || [];
-  out.replaceChildren(
+  fill(out, 
     h("h1", {}, "Run ", h("code", { id: "run-id" }, run.id)),
     table(["", ""], [
       ["pipeline", h("a", { href: links.graph(`job:${health.namespace}:${run.pipeline}`) }, run.pipeline)],

@@ -1,7 +1,7 @@
 // The sample page: its whole lineage in order (source file, row and byte offset; each operator's verdict
 // with the rule values and thresholds), its duplicate cluster and kept sample, the releases holding it,
 // and "why not in release X".
-import { api, fmt, h, links, page, section, table } from "./common.js";
+import { api, fill, fmt, h, links, page, section, table } from "./common.js";
 
 function rules(detail) {
   const list = (detail && detail.rules) || [];
@@ -30,7 +30,7 @@ page(async (out) => {
   const id = decodeURIComponent(location.pathname.split("/")[2]);
   const lineage = await api(`/samples/${encodeURIComponent(id)}/lineage`);
   if (!lineage.found) {
-    out.replaceChildren(h("h1", {}, "Sample ", h("code", {}, id)), h("p", { id: "not-found" }, "No dataset version of this catalog has this sample."));
+    fill(out, h("h1", {}, "Sample ", h("code", {}, id)), h("p", { id: "not-found" }, "No dataset version of this catalog has this sample."));
     return;
   }
   const src = lineage.source || {};
@@ -56,7 +56,7 @@ page(async (out) => {
       ]), { class: "records" }),
     ),
   );
-  out.replaceChildren(
+  fill(out, 
     h("h1", {}, "Sample ", h("code", { id: "sample-id" }, lineage.sample_id)),
     section("Source", table(["", ""], [
       ["dataset", src.dataset ?? "—"],

@@ -1,5 +1,5 @@
 // The search page: one box for names and ids; hits grouped by kind, each a link to its page.
-import { api, h, links, page } from "./common.js";
+import { api, fill, h, links, page } from "./common.js";
 
 const TITLES = {
   dataset: "Datasets",
@@ -32,7 +32,7 @@ page(async (out) => {
   if (!text) {
     const datasets = await api("/datasets", { limit: 50 });
     const releases = await api("/releases", { limit: 50 });
-    out.replaceChildren(
+    fill(out, 
       h("h1", {}, "Search"),
       h("p", {}, "Type a dataset or release name, a run id, a sample id, a source URI or an eval set above."),
       h("section", { id: "datasets" }, h("h2", {}, "Datasets"),
@@ -51,7 +51,7 @@ page(async (out) => {
       h("ul", {}, g.hits.map((hit) => h("li", {}, h("a", { href: href(hit), class: "hit" }, hit.label), hit.detail ? h("span", { class: "detail" }, " " + hit.detail) : null))),
     ),
   );
-  out.replaceChildren(
+  fill(out, 
     h("h1", {}, `Search: ${found.query}`),
     ...(groups.length ? groups : [h("p", { id: "no-hits" }, "Nothing matches.")]),
   );
