@@ -94,6 +94,13 @@ def test_the_demo_plants_eval_items_in_a_copy_and_catches_them(tmp_path: Path, p
                 "dataset:lineage-ledger:debian-clean",
                 "job:lineage-ledger:debian-demo",
             }
+            page.find('#graph .node[data-id="job:lineage-ledger:debian-demo"] .expand').click()
+            page.wait_mark("expanded")
+            inputs = {n.get_attribute("data-id") for n in page.find_all("#graph .node")} - {
+                "dataset:lineage-ledger:debian-clean",
+                "job:lineage-ledger:debian-demo",
+            }
+            assert {i.rsplit("/", 1)[-1] for i in inputs} == {"debian_en.jsonl.gz", "debian_zh.jsonl.gz"}, inputs
             page.shot("graph")
             page.open("/datasets/debian-clean")
             assert "debian-clean@demo" in page.text("#versions")
