@@ -411,8 +411,9 @@ class GraphIndex:
         edges = self.seen.edges
         ins: dict[int, list[int]] = {}
         outs: dict[int, list[int]] = {}
+        nodes = self.nodes
         for (origin, dest), first in edges.items():
-            if first <= as_of:
+            if first <= as_of and origin in nodes and dest in nodes:  # times may come from a newer index
                 outs.setdefault(origin, []).append(dest)
                 ins.setdefault(dest, []).append(origin)
         return ins, outs
@@ -433,9 +434,11 @@ def first_seen(session: Session, index: GraphIndex, previous: FirstSeen | None =
     nodes = dict(previous.nodes) if previous else {}
     edges = dict(previous.edges) if previous else {}
     last = previous.last_event if previous else 0
+    # only the events the index was built from (its stamp is their last id): a later one may name nodes
+    # the index does not have yet, and is read with the next index
     rows = session.execute(
         select(LineageEvent.id, LineageEvent.event_time, LineageEvent.payload)
-        .where(LineageEvent.id > last)
+        .where(LineageEvent.id > last, LineageEvent.id <= (index.stamp[0] or 0))
         .order_by(LineageEvent.id)
     )
     by_key = index.by_key

@@ -48,7 +48,7 @@ function table(headers, rows, cls) {
   const t = el(null, "table", { class: cls || "" });
   const head = el(null, "tr");
   headers.forEach((x) => head.append(el(null, "th", {}, x)));
-  t.append(head);
+  if (headers.some((x) => x)) t.append(head);
   for (const r of rows) {
     const tr = el(null, "tr");
     r.forEach((c) => tr.append(el(null, "td", {}, String(c))));

@@ -61,11 +61,12 @@ export const links = {
   graph: (node) => `/graph?node=${q(node)}`,
 };
 
+/** A table; ``headers`` null: none (a key/value table). */
 export function table(headers, rows, attrs = {}) {
   return h(
     "table",
     attrs,
-    h("thead", {}, h("tr", {}, headers.map((x) => h("th", {}, x)))),
+    headers ? h("thead", {}, h("tr", {}, headers.map((x) => h("th", {}, x)))) : null,
     h("tbody", {}, rows.map((r) => h("tr", {}, r.map((c) => h("td", {}, c))))),
   );
 }

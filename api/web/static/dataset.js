@@ -11,7 +11,7 @@ page(async (out, health) => {
   ]);
   fill(out, 
     h("h1", {}, "Dataset ", h("span", { id: "dataset-name" }, ds.name)),
-    table(["", ""], [
+    table(null, [
       ["description", ds.description || "—"],
       ["owner", ds.owner || "—"],
       ["licence", ds.license || "—"],

@@ -7,7 +7,7 @@ page(async (out, health) => {
   const steps = (run.counts && run.counts.steps) || [];
   fill(out, 
     h("h1", {}, "Run ", h("code", { id: "run-id" }, run.id)),
-    table(["", ""], [
+    table(null, [
       ["pipeline", h("a", { href: links.graph(`job:${health.namespace}:${run.pipeline}`) }, run.pipeline)],
       ["output", h("a", { href: links.dataset(run.output_dataset) }, run.output_dataset)],
       ["engine", run.engine],

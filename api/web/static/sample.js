@@ -17,7 +17,7 @@ function rules(detail) {
 
 function duplicate(d) {
   if (!d) return null;
-  return table(["", ""], [
+  return table(null, [
     ["method", d.method || "—"],
     ["cluster", d.cluster_id || "—"],
     ["cluster size", fmt(d.cluster_size)],
@@ -58,7 +58,7 @@ page(async (out) => {
   );
   fill(out, 
     h("h1", {}, "Sample ", h("code", { id: "sample-id" }, lineage.sample_id)),
-    section("Source", table(["", ""], [
+    section("Source", table(null, [
       ["dataset", src.dataset ?? "—"],
       ["file", h("span", { id: "source-uri" }, src.uri ?? src.path ?? "—")],
       ["row", fmt(src.row)],

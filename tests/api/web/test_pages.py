@@ -119,6 +119,7 @@ def test_the_graph_as_of_a_date(page: Page) -> None:
 def test_the_release_page(page: Page, web_world: WebWorld) -> None:
     release = web_world.service.get_release("clean@v2")
     page.open("/releases/clean/v2")
+    page.wait_mark("diff")  # drawn after 'ready': on a large release the diff takes longer than the page
     assert page.text("#digest") == release.content_digest
     summary = page.text("#summary")
     assert "clean:v2" in summary and "datasets/clean/data @ Delta version 1" in summary
