@@ -53,6 +53,8 @@ def web_world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     runner.run(spec(corpus))
     service.create_release({"name": "clean", "tag": "v2", "gate": {"min_samples": 1, "max_exact_duplicate_rate": 0.5}})
     service.record_read("clean@v2", {"job": "train-1", "world_size": 2, "rank": 0})
+    forced = {"min_samples": 100}  # fails (4 samples): published with an override
+    service.create_release({"name": "clean", "tag": "forced", "gate": forced, "override_reason": "smoke test only"})
     service.ingest_event(event("2020-01-01T00:00:00Z", ["raw"]))
     service.ingest_event(event("2024-06-01T00:00:00Z", ["raw", "extra"]))
     with ServerThread(create_app(settings, service)) as server:

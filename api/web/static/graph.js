@@ -137,7 +137,7 @@ page(async (out, health) => {
     }
     root = `dataset:${health.namespace}:${datasets.items[0].name}`;
   }
-  const depth = h("select", { id: "depth" }, [1, 2, 3, 4, 5].map((k) => h("option", { value: k }, k)));
+  const depth = h("select", { id: "depth" }, [0, 1, 2, 3, 4, 5].map((k) => h("option", { value: k }, k)));
   depth.value = params.get("depth") || "1";
   const asOf = h("input", { id: "as-of", type: "datetime-local", step: 1 });
   if (params.get("asOf")) {

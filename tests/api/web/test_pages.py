@@ -5,7 +5,7 @@ lineage, expanding a graph node, the "as of" date, the offline API docs; no cons
 from __future__ import annotations
 
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.support.browser import Page
 from tests.support.web_world import WebWorld
@@ -33,7 +33,7 @@ def test_docs_and_redoc_render_with_no_cdn(page: Page) -> None:
 
 def test_search_a_sample_id_and_see_its_lineage(page: Page, web_world: WebWorld) -> None:
     page.open("/")
-    assert {a.text for a in page.find_all("#releases a")} == {"clean@v1", "clean@v2"}
+    assert {a.text for a in page.find_all("#releases a")} == {"clean@v1", "clean@v2", "clean@forced"}
     box = page.find("#search-box")
     page.navigate(lambda: box.send_keys(web_world.duplicate, Keys.ENTER))
     groups = page.find_all(".hits")
@@ -83,6 +83,15 @@ def test_the_graph_opens_one_hop_deep_and_expands_a_node(page: Page) -> None:
     assert len(nodes) == 3 and any(n.startswith("dataset:file:") for n in nodes), nodes
     assert len(page.find_all("#graph .edge")) == 2
     page.shot("graph")
+    page.clear_marks("reloaded")
+    Select(page.find("#depth")).select_by_value("0")
+    page.wait_mark("reloaded")
+    assert [n.get_attribute("data-id") for n in page.find_all("#graph .node")] == ["dataset:lineage-ledger:clean"]
+    assert "depth=0" in page.driver.current_url
+    page.clear_marks("reloaded")
+    Select(page.find("#depth")).select_by_value("2")
+    page.wait_mark("reloaded")
+    assert len(page.find_all("#graph .node")) == 3  # two hops: the files the job read, without expanding
     page.navigate(page.find('#graph .node[data-id="dataset:lineage-ledger:clean"] a').click)
     assert page.text("#dataset-name") == "clean"
 
@@ -132,6 +141,15 @@ def test_the_release_page(page: Page, web_world: WebWorld) -> None:
     page.shot("release")
     page.open("/releases/clean/v1")
     assert "no earlier release named clean" in page.text("#diff")
+
+
+def test_a_gate_override_shows_who_overrode_it_and_why(page: Page) -> None:
+    page.open("/releases/clean/forced")
+    assert "min_samples 4 100 FAIL" in page.text(".qc-gate")
+    assert page.text(".qc-override").startswith("overridden by local at ")
+    assert page.text(".qc-override").endswith(": smoke test only")
+    page.wait_mark("diff")
+    assert "against clean@v2: +0 −0 changed 0" in page.text("#diff")
 
 
 def test_the_dataset_and_run_pages(page: Page, web_world: WebWorld) -> None:
