@@ -70,6 +70,33 @@ def ready_ms(driver, url: str) -> float:
         time.sleep(0.01)
 
 
+EXPAND = """
+const button = document.querySelector('#graph .expand');
+if (!button) return null;
+window.__expandStart = performance.now();
+button.dispatchEvent(new MouseEvent('click', {bubbles: true}));
+return button.dataset.id;
+"""
+EXPANDED = (
+    "const m = performance.getEntriesByName('expanded', 'mark');"
+    "return m.length ? m[0].startTime - window.__expandStart : null"
+)
+
+
+def expand_ms(driver, url: str) -> tuple[float, str]:
+    """Load the graph page, click the first node's "+", and time until its neighbourhood is drawn."""
+    ready_ms(driver, url)
+    node = driver.execute_script(EXPAND)
+    if node is None:
+        raise RuntimeError(f"no node to expand on {url}")
+    deadline = time.monotonic() + 60
+    while (ms := driver.execute_script(EXPANDED)) is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the expansion did not finish within 60 s")
+        time.sleep(0.005)
+    return float(ms), node
+
+
 def api_ms(http: httpx.Client, paths: list[tuple[str, dict]]) -> float:
     t = time.perf_counter()
     for path, params in paths:
@@ -146,6 +173,12 @@ def main() -> None:
                 base = [api_ms(http, calls) for _ in range(args.loads)]
                 rows.append((kind, first, p95(loads), statistics.median(loads), p95(base)))
                 print(f"  {kind}: p95 {rows[-1][2]:.0f} ms", flush=True)
+            graph_url = url + pages["graph (root)"][0]
+            expands = [expand_ms(driver, graph_url) for _ in range(args.loads + 1)]
+            node = expands[0][1]
+            times = [ms for ms, _ in expands[1:]]
+            base = [api_ms(http, [("/lineage", {"nodeId": node, "depth": 1})]) for _ in range(args.loads)]
+            rows.append(("graph: expand a node", expands[0][0], p95(times), statistics.median(times), p95(base)))
         load = os.getloadavg()[0]
         print(f"\n{args.samples:,}-sample release, 10,000-node graph; {args.loads} cold loads per page")
         print(f"1-minute load average: {load:.1f}\n{HEADER}\n|---|---|---|---|---|---|")
