@@ -1085,7 +1085,13 @@ class Service:
     def search(self, query: str, *, limit: int = 20) -> S.SearchResults:
         """Datasets, releases, runs, a sample, sources and eval sets matching ``query``, by kind."""
         return search.search(
-            self.catalog, self.graph_cache, self.settings.openlineage_namespace, self.sample_lineage, query, limit
+            self.catalog,
+            self.graph_cache,
+            self.settings.openlineage_namespace,
+            self.sample_lineage,
+            query,
+            limit,
+            find_source=lambda uri: self.source_releases(uri=uri),
         )
 
     # -- tokens -------------------------------------------------------------------------------

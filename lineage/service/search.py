@@ -4,7 +4,8 @@ sets, answered by kind (what the web view's search page shows, and ``lineage sea
 Names and ids match by case-insensitive substring (run ids by prefix); a sample id only exactly (a
 sample id is a hash: a substring of one means nothing), looked up in the tables as ``sample_lineage``
 does; a source URI is any file dataset of the lineage graph whose location contains the text. Each kind
-answers at most ``limit`` hits, and says how many it found in all.
+answers at most ``limit`` hits, and says how many it found in all. A text with a "/" is also looked up as
+a source file's URI in the releases (a file inside a folder a run read is no node of the graph).
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ def search(
     find_sample: Callable[[str], S.SampleLineage],
     query: str,
     limit: int,
+    find_source: Callable[[str], S.SourceReleases] | None = None,
 ) -> S.SearchResults:
     """``namespace``: our datasets' in the graph (a source is a dataset of another); ``find_sample``: the
-    service's ``sample_lineage``."""
+    service's ``sample_lineage``; ``find_source``: its ``source_releases`` by URI, asked only for a text
+    with a "/" (it reads every release's ``source_uri`` column)."""
     text = query.strip()
     if not 1 <= len(text) <= MAX_QUERY or "\x00" in text:
         raise BadRequest(f"the search text must be 1-{MAX_QUERY} characters without NUL, got {len(text)}")
@@ -122,18 +125,23 @@ def search(
         and node.namespace != ours
         and needle in f"{node.namespace}:{node.name}".lower()
     )
-    group(
-        "source",
-        [
-            S.SearchHit(
-                kind="source",
-                id=openlineage.node_id(openlineage.DATASET, ns, name),
-                label=name if ns == "file" else f"{ns}/{name.lstrip('/')}",
-                detail=ns,
-            )
-            for ns, name in sources[:limit]
-        ],
-        len(sources),
-    )
+    hits = [
+        S.SearchHit(
+            kind="source",
+            id=openlineage.node_id(openlineage.DATASET, ns, name),
+            label=name if ns == "file" else f"{ns}/{name.lstrip('/')}",
+            detail=ns,
+        )
+        for ns, name in sources[:limit]
+    ]
+    total = len(sources)
+    if "/" in text and find_source is not None:
+        # a file a run read inside a folder is no graph node (the folder is): ask the releases' tables
+        held = [r for r in find_source(text).releases if r.samples]
+        if held:
+            total += 1
+            counts = ", ".join(f"{r.release} ({r.samples:,})" for r in held)
+            hits.insert(0, S.SearchHit(kind="source", id=text, label=text, detail=f"samples in {counts}"))
+    group("source", hits, total)
     groups.sort(key=lambda g: KINDS.index(g.kind))
     return S.SearchResults(query=text, groups=groups)

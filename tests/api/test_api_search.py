@@ -38,6 +38,9 @@ def test_search_finds_each_kind_and_groups_them(client: Client, world: World) ->
     run = world.service.list_runs().items[0].id
     assert kinds(client.search(run[:8])) == {"run": {run}}
     assert "source" in kinds(client.search(world.corpus.name))  # the folder the runs read, a graph node
+    inside = str(world.corpus / "sub" / "b.jsonl")  # a file in that folder: found in the releases' tables
+    hit = next(g for g in client.search(inside).groups if g.kind == "source").hits[0]
+    assert (hit.id, hit.detail) == (inside, "samples in clean@v1 (1), clean@v2 (1)")
     assert client.search("0" * 32).groups == []  # a well-formed sample id that no version has
 
 

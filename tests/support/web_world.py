@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,7 @@ class WebWorld:
     kept: str
     duplicate: str
     short: str
+    corpus: Path
 
 
 def web_world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebWorld]:
@@ -64,5 +66,6 @@ def web_world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
             kept=sample_id("raw", "id:libc6"),
             duplicate=sample_id("raw", "id:libc6-again"),
             short=sample_id("raw", "id:short"),
+            corpus=corpus,
         )
     service.close()

@@ -20,8 +20,8 @@ function href(hit) {
       return links.run(hit.id);
     case "sample":
       return links.sample(hit.id);
-    case "source":
-      return links.graph(hit.id);
+    case "source": // a graph node, or a file inside a folder (no page of its own: its releases are the detail)
+      return hit.id.startsWith("dataset:") ? links.graph(hit.id) : null;
     default:
       return `/?q=${encodeURIComponent(hit.id)}`;
   }
@@ -48,7 +48,7 @@ page(async (out) => {
       "section",
       { class: "hits", dataset: { kind: g.kind } },
       h("h2", {}, `${TITLES[g.kind] || g.kind} (${g.total})`),
-      h("ul", {}, g.hits.map((hit) => h("li", {}, h("a", { href: href(hit), class: "hit" }, hit.label), hit.detail ? h("span", { class: "detail" }, " " + hit.detail) : null))),
+      h("ul", {}, g.hits.map((hit) => h("li", {}, href(hit) ? h("a", { href: href(hit), class: "hit" }, hit.label) : h("span", { class: "hit" }, hit.label), hit.detail ? h("span", { class: "detail" }, " " + hit.detail) : null))),
     ),
   );
   fill(out, 

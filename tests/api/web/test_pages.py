@@ -4,6 +4,8 @@ lineage, expanding a graph node, the "as of" date, the offline API docs; no cons
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -59,6 +61,8 @@ def test_search_groups_by_kind(page: Page, web_world: WebWorld) -> None:
     page.open("/?q=bucket")
     assert [g.get_attribute("data-kind") for g in page.find_all(".hits")] == ["source"]
     assert {a.text for a in page.find_all(".hits a")} == {"s3://bucket/raw", "s3://bucket/extra"}
+    page.open(f"/?q={quote(str(web_world.corpus / 'sub' / 'b.jsonl'))}")  # a file inside the folder a run read
+    assert "samples in clean@forced (1), clean@v1 (1), clean@v2 (1)" in page.text('.hits[data-kind="source"]')
     page.open("/?q=no-such-thing-anywhere")
     assert page.text("#no-hits") == "Nothing matches."
 
