@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from selenium import webdriver
 
 from api.app import create_app
 from lineage.service.core import Service
-from tests.support.api_world import ServerThread, make_settings
-from tests.support.browser import Page, open_page
+from lineage.settings import Settings
+from tests.support.api_world import NetNs, ServerProcess, ServerThread, make_settings, server_env
+from tests.support.browser import Page, open_page, screenshot_root
 
 
 @dataclass
@@ -58,3 +60,21 @@ def test_without_a_token_the_pages_are_refused_and_a_token_logs_in(page: Page, g
     page.shot("logged-in")
     page.navigate(page.find("#logout").click)
     assert page.find_all("#login")
+
+
+@pytest.mark.timeout(180)
+def test_single_user_mode_admits_the_browser_on_loopback_only(
+    browser: webdriver.Chrome, netns: NetNs, tmp_path: Path
+) -> None:
+    """As for the API: with single-user mode on and no token, a page opened from another address than
+    loopback (the server in a network namespace of the test's own) gets the login form, not the data."""
+    env = server_env(Settings(home=tmp_path / "home"), LINEAGE_SINGLE_USER="true")
+    argv = ["uvicorn", "--factory", "api.app:create_app", "--host", "0.0.0.0"]
+    with ServerProcess(env, reach=netns.address, netns=netns, argv=argv) as srv:
+        page = Page(browser, srv.url, screenshot_root() / "test_single_user_mode_admits_the_browser_on_loopback_only")
+        browser.get_log("browser")
+        page.open("/")
+        assert "needs a token" in page.text("#refused")
+        page.shot("not-loopback")
+        assert page.errors() == []
+        assert netns.request("GET", f"http://127.0.0.1:{srv.port}/api/v1/datasets")[0] == 200  # loopback: admitted
