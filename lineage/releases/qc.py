@@ -315,10 +315,13 @@ def report_html(
     steps: list[dict[str, Any]] | None = None,
     quarantine: dict[str, Any] | None = None,
     manifest: dict[str, Any] | None = None,
+    operators: list[dict[str, Any]] | None = None,
+    previous: dict[str, Any] | None = None,
 ) -> str:
     """A self-contained HTML page (no network): the report as data, drawn by :data:`CHARTS_JS` inlined.
     ``steps``/``quarantine``: the manifest's per-step counts (the funnel); ``manifest``: digest, dataset
-    version, Delta table and version for the summary."""
+    version, Delta table and version for the summary; ``operators``: the run's (name, params: each rule's
+    threshold); ``previous``: ``{ref, diff}``, the comparison with the previous release of the same name."""
     data = {
         "ref": ref,
         "report": report,
@@ -327,6 +330,8 @@ def report_html(
         "steps": steps or [],
         "quarantine": quarantine or {},
         "manifest": manifest,
+        "operators": operators or [],
+        "previous": previous,
     }
     payload = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c")  # no "</script>" inside the script
     script = CHARTS_JS.read_text(encoding="utf-8")

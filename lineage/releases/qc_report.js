@@ -5,7 +5,8 @@
 // labels cannot overlap whatever their number or length (a long label is cut with "…", the full text in
 // a tooltip); a bar of a non-zero value is at least MIN_BAR pixels wide, so small counts stay visible.
 // data: {ref, report, gate?, contamination?, steps?, quarantine?, manifest?: {content_digest, dataset,
-// dataset_version, delta_version, table}}
+// dataset_version, delta_version, table}, operators?: [{name, params}] (the run's: each rule's threshold),
+// previous?: {ref, diff} (the comparison with the previous release of the same name)}
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 export const MIN_BAR = 3;
@@ -96,8 +97,8 @@ export function renderQc(root, data) {
   parts.push(h2("Quarantine"), quarantine.length
     ? table(["reason", "records"], quarantine.map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : num(v)]), "qc-quarantine")
     : el(null, "p", {}, "nothing quarantined"));
-  parts.push(h2("Rules"), table(["operator", "rule", "dropped", "modified", "failed"],
-    r.rules.map((x) => [x.operator, x.rule, num(x.dropped), num(x.modified), num(x.failed)]), "qc-rules"));
+  parts.push(h2("Rules"), table(["operator", "rule", "threshold", "dropped", "modified", "failed"],
+    r.rules.map((x) => [x.operator, x.rule, threshold(data.operators, x), num(x.dropped), num(x.modified), num(x.failed)]), "qc-rules"));
   parts.push(h2("Sources"), table(["source", "kept", "dropped", "drop rate"],
     r.sources.map((s) => [s.source, num(s.kept), num(s.dropped), pct(s.drop_rate, 2)]), "qc-sources"));
   const gate = data.gate;
@@ -116,5 +117,33 @@ export function renderQc(root, data) {
         Object.entries(c.evalsets).sort().map(([ref, e]) => [ref, `${num(e.contaminated_items)} of ${num(e.items)}`, pct(e.share, 2), num(e.samples),
           Object.keys(e.item_samples || {}).sort().slice(0, 20).join(", ")]), "qc-contamination"));
   }
+  if (data.previous) {
+    const box = el(null, "div", { class: "qc-diff" });
+    renderDiff(box, data.previous.ref, data.previous.diff);
+    parts.push(h2("Compared with the previous release"), box);
+  }
+  root.replaceChildren(...parts);
+}
+
+/** A rule's threshold: the parameter of its operator named as the rule ("quality:min_words" -> min_words). */
+function threshold(operators, rule) {
+  const op = (operators || []).find((o) => o.name === rule.operator);
+  const param = rule.rule.includes(":") ? rule.rule.split(":").slice(1).join(":") : rule.rule;
+  const value = op && op.params ? op.params[param] : undefined;
+  return value === undefined || value === null ? "—" : String(value);
+}
+
+/** The diff with the previous release of the same name: samples per source and schema changes. ``href``: a
+ * link for the previous release's name (the web page's), or none (the standalone report). */
+export function renderDiff(root, previousRef, diff, href) {
+  const name = href ? el(null, "a", { href }, previousRef) : el(null, "span", {}, previousRef);
+  const head = el(null, "p", { class: "qc-diff-head" });
+  head.append("against ", name, `: +${num(diff.added)} −${num(diff.removed)} changed ${num(diff.changed)}`);
+  const parts = [head, table(["source", "added", "removed", "changed"],
+    diff.sources.map((s) => [s.source, num(s.added), num(s.removed), num(s.changed)]), "qc-diff-sources")];
+  parts.push(diff.schema_changes.length
+    ? table(["field", "change", "before", "after"], diff.schema_changes.map((c) => [c.field, c.change,
+      c.before ? c.before.type : "—", c.after ? c.after.type : "—"]), "qc-diff-schema")
+    : el(null, "p", {}, "schema unchanged"));
   root.replaceChildren(...parts);
 }

@@ -2,7 +2,7 @@
 // and override, replicas per tier, the training jobs that read it, and the diff against the previous
 // release of the same name.
 import { api, fill, fmt, h, links, page, section, table } from "./common.js";
-import { renderQc } from "./qc_report.js";
+import { renderDiff, renderQc } from "./qc_report.js";
 
 page(async (out) => {
   const [, , name, tag] = location.pathname.split("/").map(decodeURIComponent);
@@ -32,9 +32,11 @@ page(async (out) => {
     ["published", `${release.published_at} by ${release.created_by}`],
   ], { id: "summary", class: "kv" });
 
+  const run = manifest.run_id ? await api(`/runs/${encodeURIComponent(manifest.run_id)}`) : null;
   const qc = h("div", { id: "qc" });
   if (quality.report) {
     renderQc(qc, {
+      operators: run ? run.operators : [],
       ref,
       report: quality.report,
       gate: quality.gate,
@@ -52,13 +54,7 @@ page(async (out) => {
   const diffPart = h("div", { id: "diff" }, previous ? "computing the diff…" : `no earlier release named ${name}`);
   if (previous) {
     api("/diff", { base: previous.ref, target: ref })
-      .then((diff) =>
-        fill(diffPart,
-          h("p", {}, "against ", h("a", { href: links.release(previous.ref) }, previous.ref), `: +${fmt(diff.added)} −${fmt(diff.removed)} changed ${fmt(diff.changed)}`),
-          table(["source", "added", "removed", "changed"], diff.sources.map((s) => [s.source, fmt(s.added), fmt(s.removed), fmt(s.changed)])),
-          diff.schema_changes.length
-            ? table(["field", "change", "before", "after"], diff.schema_changes.map((c) => [c.field, c.change, c.before ? c.before.type : "—", c.after ? c.after.type : "—"]))
-            : h("p", {}, "schema unchanged")))
+      .then((diff) => renderDiff(diffPart, previous.ref, diff, links.release(previous.ref)))
       .catch((err) => fill(diffPart, h("p", { class: "error" }, err.message)))
       .finally(() => performance.mark("diff"));
   } else {

@@ -138,6 +138,7 @@ def test_the_release_page(page: Page, web_world: WebWorld) -> None:
     assert "clean:v2" in summary and "datasets/clean/data @ Delta version 1" in summary
     assert len(page.find_all("#qc svg.qc-chart")) == 4  # funnel, lengths, scripts, drop rates
     assert "min_samples 4 1 pass" in page.text(".qc-gate")
+    assert "quality quality:min_words 3 1 0 1" in page.text(".qc-rules")  # with the run's threshold
     assert "local verified primary" in page.text("#replicas")
     assert "train-1" in page.text("#reads")
     diff = page.text("#diff")

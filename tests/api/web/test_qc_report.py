@@ -10,6 +10,7 @@ import httpx
 
 from lineage.releases.qc import CHARTS_JS, report_html
 from tests.support.browser import Page
+from tests.support.cli import lineage
 from tests.support.web_world import WebWorld
 
 # many sources with long names and one with a tiny drop rate beside a large one: the old vertical
@@ -83,3 +84,20 @@ def test_the_web_page_loads_the_rendering_the_report_inlines(page: Page, web_wor
     loaded = page.driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert f"{web_world.url}/assets/web/qc_report.js" in loaded
     assert overlapping(boxes(page, "svg.qc-chart .qc-label")) == []
+
+
+def test_the_cli_report_has_the_funnel_thresholds_and_the_diff_with_the_previous_release(
+    page: Page, web_world: WebWorld, tmp_path: Path
+) -> None:
+    out = tmp_path / "qc.html"
+    lineage(web_world.service.settings.home, "release", "report", "clean@v2", "--out", str(out))
+    page.driver.get(out.as_uri())
+    page.wait_mark("ready")
+    digest = web_world.service.get_release("clean@v2").content_digest
+    assert f"content digest {digest}" in page.text(".qc-summary")
+    assert "dataset version clean:v2" in page.text(".qc-summary")
+    assert "2 quality 5 4 1 0 quality:min_words: 1" in page.text(".qc-steps")  # the funnel's table
+    assert "quality quality:min_words 3 1 0 1" in page.text(".qc-rules")  # the run's threshold beside the counts
+    assert page.text(".qc-diff-head") == "against clean@v1: +1 −0 changed 0"
+    assert "raw 1 0 0" in page.text(".qc-diff-sources")
+    page.shot("cli-report")
