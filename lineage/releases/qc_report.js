@@ -125,12 +125,14 @@ export function renderQc(root, data) {
   root.replaceChildren(...parts);
 }
 
-/** A rule's threshold: the parameter of its operator named as the rule ("quality:min_words" -> min_words). */
+/** A rule's threshold: the parameter of its operator named as the rule ("quality:min_words" -> min_words,
+ * "quality:duplicate_line_fraction" -> max_duplicate_line_fraction); "—" where no parameter is so named. */
 function threshold(operators, rule) {
   const op = (operators || []).find((o) => o.name === rule.operator);
   const param = rule.rule.includes(":") ? rule.rule.split(":").slice(1).join(":") : rule.rule;
-  const value = op && op.params ? op.params[param] : undefined;
-  return value === undefined || value === null ? "—" : String(value);
+  const params = (op && op.params) || {};
+  const value = [param, `max_${param}`, `min_${param}`].map((k) => params[k]).find((v) => v !== undefined && v !== null);
+  return value === undefined ? "—" : String(value);
 }
 
 /** The diff with the previous release of the same name: samples per source and schema changes. ``href``: a
