@@ -47,25 +47,35 @@ class Graph {
     }
   }
 
-  degree(id, side) {
-    let k = 0;
+  /** Loaded neighbours of each node on each side: {in: Map(id -> n), out: Map(id -> n)}, one pass. */
+  degrees() {
+    const ins = new Map(), outs = new Map();
     for (const e of this.edges) {
       const [o, d] = e.split("\u0000");
-      if (side === "in" ? d === id && this.nodes.has(o) : o === id && this.nodes.has(d)) k++;
+      if (!this.nodes.has(o) || !this.nodes.has(d)) continue;
+      outs.set(o, (outs.get(o) || 0) + 1);
+      ins.set(d, (ins.get(d) || 0) + 1);
     }
-    return k;
+    return { ins, outs };
   }
 
   /** Column of each node: the root at 0, a node's downstream one to the right, upstream one to the left. */
   columns() {
     const col = new Map([[this.root, 0]]);
     const queue = [this.root];
-    const pairs = [...this.edges].map((e) => e.split("\u0000"));
-    while (queue.length) {
-      const cur = queue.shift();
-      for (const [o, d] of pairs) {
-        if (o === cur && this.nodes.has(d) && !col.has(d)) { col.set(d, col.get(cur) + 1); queue.push(d); }
-        if (d === cur && this.nodes.has(o) && !col.has(o)) { col.set(o, col.get(cur) - 1); queue.push(o); }
+    const next = new Map(); // id -> [[neighbour, +1 downstream | -1 upstream]]
+    for (const e of this.edges) {
+      const [o, d] = e.split("\u0000");
+      if (!this.nodes.has(o) || !this.nodes.has(d)) continue;
+      if (!next.has(o)) next.set(o, []);
+      if (!next.has(d)) next.set(d, []);
+      next.get(o).push([d, 1]);
+      next.get(d).push([o, -1]);
+    }
+    for (let i = 0; i < queue.length; i++) {
+      const cur = queue[i];
+      for (const [other, step] of next.get(cur) || []) {
+        if (!col.has(other)) { col.set(other, col.get(cur) + step); queue.push(other); }
       }
     }
     return col;
@@ -73,6 +83,7 @@ class Graph {
 
   render(svgBox, onExpand) {
     const col = this.columns();
+    const deg = this.degrees();
     const byCol = new Map();
     for (const [id, c] of col) {
       if (!byCol.has(c)) byCol.set(c, []);
@@ -101,7 +112,7 @@ class Graph {
     }
     for (const [id, p] of pos) {
       const n = this.nodes.get(id);
-      const missing = n.upstream - this.degree(id, "in") + n.downstream - this.degree(id, "out");
+      const missing = n.upstream - (deg.ins.get(id) || 0) + n.downstream - (deg.outs.get(id) || 0);
       const g = s("g", { class: `node ${n.type.toLowerCase()}${id === this.root ? " root" : ""}`, "data-id": id, transform: `translate(${p.x},${p.y})` });
       g.append(s("rect", { width: W, height: H, rx: 6 }));
       const a = s("a", { href: nodeHref(n, this.namespace), class: "node-link" });
