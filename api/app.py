@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from api import errors
+from api import errors, web
 from api.routers import (
     datasets,
     evalsets,
@@ -23,6 +23,7 @@ from api.routers import (
     releases,
     runs,
     samples,
+    search,
     system,
     takedowns,
     tokens,
@@ -55,9 +56,25 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         lifespan=lifespan,
         responses=errors.ERROR_RESPONSES,
         generate_unique_id_function=operation_id,
+        docs_url=None,  # /docs and /redoc are api.web's: their scripts from an installed package, not a CDN
+        redoc_url=None,
     )
     app.state.service = service
     errors.install(app)
-    for module in (system, datasets, evalsets, runs, releases, exports, placement, samples, takedowns, lineage, tokens):
+    for module in (
+        system,
+        datasets,
+        evalsets,
+        runs,
+        releases,
+        exports,
+        placement,
+        samples,
+        search,
+        takedowns,
+        lineage,
+        tokens,
+    ):
         app.include_router(module.router, prefix=API_PREFIX)
+    web.install(app)
     return app

@@ -945,14 +945,25 @@ class Client:
         """Send an OpenLineage RunEvent (a dict in the OpenLineage JSON shape)."""
         return self._call(lambda: self.service.ingest_event(event), "POST", "/lineage", S.EventAccepted, json=event)
 
-    def lineage_graph(self, node_id: str, depth: int = 20) -> S.Graph:
-        """``node_id`` is ``dataset:NAMESPACE:NAME`` or ``job:NAMESPACE:NAME``."""
+    def lineage_graph(self, node_id: str, depth: int = 20, as_of: datetime | None = None) -> S.Graph:
+        """``node_id`` is ``dataset:NAMESPACE:NAME`` or ``job:NAMESPACE:NAME``; ``as_of``: the graph as it
+        was then (naive: UTC)."""
+        params: dict[str, Any] = {"nodeId": node_id, "depth": depth}
+        if as_of is not None:
+            params["asOf"] = as_of.isoformat()
         return self._call(
-            lambda: self.service.lineage_graph(node_id, depth),
+            lambda: self.service.lineage_graph(node_id, depth, as_of), "GET", "/lineage", S.Graph, params=params
+        )
+
+    # -- search ---------------------------------------------------------------------------------
+    def search(self, query: str, *, limit: int = 20) -> S.SearchResults:
+        """Datasets, releases, runs, a sample (by its exact id), sources and eval sets matching ``query``."""
+        return self._call(
+            lambda: self.service.search(query, limit=limit),
             "GET",
-            "/lineage",
-            S.Graph,
-            params={"nodeId": node_id, "depth": depth},
+            "/search",
+            S.SearchResults,
+            params={"q": query, "limit": limit},
         )
 
     # -- tokens and health --------------------------------------------------------------------

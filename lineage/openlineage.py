@@ -314,6 +314,7 @@ class GraphIndex:
     _answers: dict[tuple[int, int], bytes] = field(default_factory=dict)
     max_node_id: int = 0
     max_edge_id: int = 0
+    seen: FirstSeen | None = None  # filled on the first "as of" question (GraphCache.get)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def resolve(self, text: str) -> int | None:
@@ -345,13 +346,22 @@ class GraphIndex:
             d = self._data[nid] = _node_json(self.nodes[nid])
         return d
 
-    def subgraph_json(self, start: int, depth: int) -> bytes:
-        """Marquez's ``{"graph": [...]}``: nodes within ``depth`` hops, nearest first, edges among them."""
-        key = (start, depth)
+    def subgraph_json(self, start: int, depth: int, as_of: datetime | None = None) -> bytes:
+        """Marquez's ``{"graph": [...]}``: nodes within ``depth`` hops, nearest first, edges among them.
+
+        Each node also carries ``upstream`` and ``downstream``: how many neighbours it has on each side in
+        the whole graph, so a viewer that loaded one hop knows what expanding a node would add. With
+        ``as_of`` only the edges and nodes first seen by then count (``seen`` must be filled: see
+        :meth:`GraphCache.get`)."""
+        key = (start, depth, as_of)
         cached = self._answers.get(key)
         if cached is not None:
             return cached
-        ins_of, outs_of, ids = self.ins, self.outs, self._ids
+        ids = self._ids
+        if as_of is None:
+            ins_of, outs_of = self.ins, self.outs
+        else:
+            ins_of, outs_of = self._before(as_of)
         seen = {start: 0}
         queue = deque([start])
         while queue:
@@ -365,12 +375,9 @@ class GraphIndex:
         parts = []
         for nid in sorted(seen, key=lambda n: (seen[n], ids[n])):
             me = ids[nid]
-            ins = ",".join(
-                ['{"origin":' + ids[o] + ',"destination":' + me + "}" for o in ins_of.get(nid, ()) if o in seen]
-            )
-            outs = ",".join(
-                ['{"origin":' + me + ',"destination":' + ids[d] + "}" for d in outs_of.get(nid, ()) if d in seen]
-            )
+            upstream, downstream = ins_of.get(nid, ()), outs_of.get(nid, ())
+            ins = ",".join(['{"origin":' + ids[o] + ',"destination":' + me + "}" for o in upstream if o in seen])
+            outs = ",".join(['{"origin":' + me + ',"destination":' + ids[d] + "}" for d in downstream if d in seen])
             parts.append(
                 '{"id":'
                 + me
@@ -382,7 +389,8 @@ class GraphIndex:
                 + ins
                 + '],"outEdges":['
                 + outs
-                + "]}"
+                + f'],"upstream":{len(upstream)},"downstream":{len(downstream)}'
+                + "}"
             )
         answer = ('{"graph":[' + ",".join(parts) + "]}").encode()
         with self._lock:
@@ -390,6 +398,70 @@ class GraphIndex:
                 self._answers.clear()
             self._answers[key] = answer
         return answer
+
+    def existed(self, nid: int, as_of: datetime) -> bool:
+        """Whether the node had been seen in an event by ``as_of``."""
+        assert self.seen is not None
+        first = self.seen.nodes.get(nid)
+        return first is not None and first <= as_of
+
+    def _before(self, as_of: datetime) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+        """The adjacency of the graph as it was at ``as_of``: only edges first seen by then."""
+        assert self.seen is not None
+        edges = self.seen.edges
+        ins: dict[int, list[int]] = {}
+        outs: dict[int, list[int]] = {}
+        nodes = self.nodes
+        for (origin, dest), first in edges.items():
+            if first <= as_of and origin in nodes and dest in nodes:  # times may come from a newer index
+                outs.setdefault(origin, []).append(dest)
+                ins.setdefault(dest, []).append(origin)
+        return ins, outs
+
+
+@dataclass
+class FirstSeen:
+    """When each node and edge first appeared in an event (``eventTime``, UTC): the graph "as of" a date."""
+
+    nodes: dict[int, datetime]
+    edges: dict[tuple[int, int], datetime]  # (origin, destination)
+    last_event: int  # the last event id read
+
+
+def first_seen(session: Session, index: GraphIndex, previous: FirstSeen | None = None) -> FirstSeen:
+    """Read the events (after ``previous.last_event``, when given) and note when each node and edge was
+    first named. An event's inputs are edges dataset -> job, its outputs job -> dataset."""
+    nodes = dict(previous.nodes) if previous else {}
+    edges = dict(previous.edges) if previous else {}
+    last = previous.last_event if previous else 0
+    # only the events the index was built from (its stamp is their last id): a later one may name nodes
+    # the index does not have yet, and is read with the next index
+    rows = session.execute(
+        select(LineageEvent.id, LineageEvent.event_time, LineageEvent.payload)
+        .where(LineageEvent.id > last, LineageEvent.id <= (index.stamp[0] or 0))
+        .order_by(LineageEvent.id)
+    )
+    by_key = index.by_key
+
+    def note(table: dict[Any, datetime], key: Any, when: datetime) -> None:
+        if key not in table or when < table[key]:
+            table[key] = when
+
+    for event_id, when, payload in rows:
+        last = event_id
+        when = as_utc(when)
+        job = by_key.get((JOB, payload["job"]["namespace"], payload["job"]["name"]))
+        if job is None:
+            continue
+        note(nodes, job, when)
+        for side in ("inputs", "outputs"):
+            for ds in payload.get(side) or ():
+                nid = by_key.get((DATASET, ds["namespace"], ds["name"]))
+                if nid is None:
+                    continue
+                note(nodes, nid, when)
+                note(edges, (nid, job) if side == "inputs" else (job, nid), when)
+    return FirstSeen(nodes, edges, last)
 
 
 def _node_json(n: Any) -> str:
@@ -495,16 +567,23 @@ class GraphCache:
 
     def __init__(self) -> None:
         self._index: GraphIndex | None = None
+        self._seen: FirstSeen | None = None
         self._lock = threading.Lock()
 
-    def get(self, session: Session) -> GraphIndex:
+    def get(self, session: Session, *, with_times: bool = False) -> GraphIndex:
+        """The current graph; ``with_times``: with when each node and edge was first seen (read from the
+        events once, then only the new ones)."""
         stamp = graph_stamp(session)
         index = self._index
-        if index is not None and index.stamp == stamp:
-            return index
-        with self._lock:
-            current = self._index
-            if current is None or current.stamp != stamp:
-                refreshed = refresh_graph(session, current, stamp) if current is not None else None
-                self._index = refreshed if refreshed is not None else load_graph(session, stamp)
-            return self._index
+        if index is None or index.stamp != stamp:
+            with self._lock:
+                current = self._index
+                if current is None or current.stamp != stamp:
+                    refreshed = refresh_graph(session, current, stamp) if current is not None else None
+                    self._index = refreshed if refreshed is not None else load_graph(session, stamp)
+                index = self._index
+        if with_times and index.seen is None:
+            with self._lock:
+                if index.seen is None:
+                    index.seen = self._seen = first_seen(session, index, self._seen)
+        return index

@@ -113,6 +113,10 @@ def test_the_base_install_has_no_extras_and_its_modules_import_without_them(base
         from lineage import Client, open_release
         for module in ("lineage.reader", "lineage.client", "lineage.cli", "lineage.runs", "api.app"):
             importlib.import_module(module)
+        from api.web import docs, pages  # the wheel ships the web view's files and finds the docs' bundles
+        from lineage.releases.qc import CHARTS_JS
+        assert CHARTS_JS.is_file() and (pages.STATIC / "graph.js").is_file(), "web view files missing"
+        assert (docs.asset_folder() / "swagger-ui-bundle.js").is_file()
         loaded = sorted({{name.split(".")[0] for name in sys.modules}} & {{"pyspark", "ray"}})
         print(json.dumps({{"absent": absent, "loaded": loaded, "file": lineage.__file__}}))
         """

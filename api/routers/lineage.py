@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
@@ -28,7 +29,12 @@ def lineage_graph(
         Query(alias="nodeId", pattern=NODE_ID_PATTERN, max_length=2000, description="dataset:NS:NAME or job:NS:NAME"),
     ],
     depth: Annotated[int, Query(ge=0, le=100, description="Hops from the node.")] = 20,
+    as_of: Annotated[
+        datetime | None,
+        Query(alias="asOf", description="The graph as it was at this time (RFC 3339; without a zone: UTC)."),
+    ] = None,
 ) -> Response:
-    """The lineage graph around a dataset or job, in Marquez's shape."""
+    """The lineage graph around a dataset or job, in Marquez's shape; each node with its upstream and
+    downstream counts in the whole graph, so a viewer can load one hop and expand on demand."""
     # JSON assembled from cached per-node pieces: no re-validation of large graphs
-    return Response(service.lineage_graph_json(node_id, depth), media_type="application/json")
+    return Response(service.lineage_graph_json(node_id, depth, as_of), media_type="application/json")

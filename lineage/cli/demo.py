@@ -156,6 +156,8 @@ def _demo(service: Service, settings: Settings, spec: PipelineSpec, planted: dic
     report = settings.home / "demo-qc.html"
     write_report(service, release.ref, report)
     console.print(f"HTML QC report with its contamination section: {report}")
+    url = f"http://{settings.api_host}:{settings.api_port}/releases/{release.ref.replace('@', '/')}"
+    console.print(f"web view of the release: run `lineage serve`, then open {url}")
 
     console.rule("[bold]4. lineage of an exact duplicate, a near-duplicate and a kept sample")
     for operator, verdict in (("exact_dedupe", "dropped"), ("minhash_dedupe", "dropped"), ("quality", "kept")):

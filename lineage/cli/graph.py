@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -54,11 +55,14 @@ def lineage_graph(
         str, typer.Argument(help="dataset:NAMESPACE:NAME or job:NAMESPACE:NAME (e.g. dataset:lineage:debian-clean).")
     ],
     depth: Annotated[int, typer.Option(help="Hops from the node, 0-100.")] = 20,
+    as_of: Annotated[
+        datetime | None, typer.Option("--as-of", help="The graph as it was then (e.g. 2026-01-31T12:00; UTC).")
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """The lineage graph around a dataset or job: every node within DEPTH hops, with its edges."""
     with open_service() as service:
-        graph = guard(lambda: service.lineage_graph(node_id, depth), as_json=as_json)
+        graph = guard(lambda: service.lineage_graph(node_id, depth, as_of), as_json=as_json)
     if as_json:
         print_json(graph)
         return

@@ -123,7 +123,36 @@ def write_report(service: Service, ref: str, out: Path) -> None:
     gate = release.gate.model_dump(mode="json") if release.gate is not None else None
     contamination = manifest.contamination.model_dump(mode="json") if manifest.contamination is not None else None
     qc = manifest.qc.model_dump(mode="json", by_alias=True)
-    out.write_text(report_html(release.ref, qc, gate, contamination), encoding="utf-8")
+    summary = {
+        "content_digest": release.content_digest,
+        "dataset": manifest.dataset,
+        "dataset_version": manifest.dataset_version,
+        "table": manifest.data.table,
+        "delta_version": manifest.data.delta_version,
+    }
+    run = guard(lambda: service.get_run(manifest.run_id)) if manifest.run_id else None
+    earlier = [
+        r
+        for r in guard(lambda: service.list_releases(name=release.name, limit=1000)).items
+        if r.ref != release.ref and r.state != "draft" and r.published_at < release.published_at
+    ]
+    previous = None
+    if earlier:
+        before = max(earlier, key=lambda r: r.published_at)
+        diff = guard(lambda: service.diff(before.ref, release.ref))
+        previous = {"ref": before.ref, "diff": diff.model_dump(mode="json")}
+    html = report_html(
+        release.ref,
+        qc,
+        gate,
+        contamination,
+        steps=manifest.quality.steps,
+        quarantine=manifest.quality.quarantine,
+        manifest=summary,
+        operators=[{"name": op["name"], "params": op.get("params", {})} for op in run.operators] if run else [],
+        previous=previous,
+    )
+    out.write_text(html, encoding="utf-8")
 
 
 def show_release(service: Service, ref: str) -> None:

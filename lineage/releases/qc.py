@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from html import escape
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -294,102 +295,53 @@ def evaluate_gate(report: dict[str, Any], gate: GateConfig) -> list[dict[str, An
     return results
 
 
-def histogram_svg(bars: list[tuple[str, float]], title: str, fmt: str = "{:,.0f}") -> str:
-    """A small self-contained SVG bar chart (no network, no plotting library)."""
-    width, height, pad = 640, 240, 40
-    top = max((v for _, v in bars), default=0) or 1
-    bar_w = (width - 2 * pad) / max(len(bars), 1)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 60}" role="img">',
-        f'<text x="{pad}" y="20" font-size="14" font-weight="bold">{title}</text>',
-    ]
-    for i, (label, value) in enumerate(bars):
-        h = (height - pad) * value / top
-        x, y = pad + i * bar_w, height - h
-        parts.append(f'<rect x="{x + 2:.1f}" y="{y:.1f}" width="{bar_w - 4:.1f}" height="{h:.1f}" fill="#4a7fb5"/>')
-        parts.append(
-            f'<text x="{x + bar_w / 2:.1f}" y="{y - 4:.1f}" font-size="10" text-anchor="middle">'
-            f"{fmt.format(value)}</text>"
-        )
-        parts.append(
-            f'<text x="{x + bar_w / 2:.1f}" y="{height + 14}" font-size="10" text-anchor="middle">{label}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+CHARTS_JS = Path(__file__).with_name("qc_report.js")
+"""The QC report's one rendering (charts and tables), our own ES module: :func:`report_html` inlines it, and
+the web view's release page imports it (``api.web`` serves this file), so both draw the same report."""
+
+REPORT_CSS = (
+    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;"
+    "padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+    ".qc-charts{display:flex;flex-wrap:wrap;gap:1em}.qc-title{font-weight:bold;font-size:14px}"
+    ".qc-label,.qc-value{font-size:12px}.qc-bar{fill:#4a7fb5}"
+)
 
 
 def report_html(
-    ref: str, report: dict[str, Any], gate: dict[str, Any] | None, contamination: dict[str, Any] | None = None
+    ref: str,
+    report: dict[str, Any],
+    gate: dict[str, Any] | None,
+    contamination: dict[str, Any] | None = None,
+    *,
+    steps: list[dict[str, Any]] | None = None,
+    quarantine: dict[str, Any] | None = None,
+    manifest: dict[str, Any] | None = None,
+    operators: list[dict[str, Any]] | None = None,
+    previous: dict[str, Any] | None = None,
 ) -> str:
-    def bin_label(b: dict[str, Any]) -> str:
-        return f"{b['from']}+" if b["to"] is None else f"{b['from']}–{b['to']}"
-
-    length = histogram_svg([(bin_label(b), b["count"]) for b in report["length_histogram"]], "Text length (characters)")
-    scripts = histogram_svg([(k, 100 * v) for k, v in report["scripts"].items()], "Letters by script (%)", "{:.1f}")
-    drops = histogram_svg(
-        [(s["source"], 100 * s["drop_rate"]) for s in report["sources"]], "Drop rate per source (%)", "{:.1f}"
-    )
-    rules = "".join(
-        f"<tr><td>{escape(r['operator'])}</td><td>{escape(r['rule'])}</td><td>{r['dropped']:,}</td>"
-        f"<td>{r['modified']:,}</td><td>{r['failed']:,}</td></tr>"
-        for r in report["rules"]
-    )
-    sources = "".join(
-        f"<tr><td>{escape(s['source'])}</td><td>{s['kept']:,}</td><td>{s['dropped']:,}</td>"
-        f"<td>{100 * s['drop_rate']:.2f}%</td></tr>"
-        for s in report["sources"]
-    )
-    gate_rows = ""
-    if gate:
-        gate_rows = "".join(
-            f"<tr><td>{escape(g['condition'])}</td><td>{escape(str(g['measured']))}</td>"
-            f"<td>{escape(str(g['limit']))}</td><td>{'pass' if g['passed'] else 'FAIL'}</td></tr>"
-            for g in gate.get("results", [])
-        )
-        if gate.get("override"):
-            o = gate["override"]
-            gate_rows += (
-                f"<tr><td colspan=4>overridden by {escape(o['by'])} at {escape(o['at'])}: "
-                f"{escape(o['reason'])}</td></tr>"
-            )
-    style = (
-        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-        "padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
-    )
+    """A self-contained HTML page (no network): the report as data, drawn by :data:`CHARTS_JS` inlined.
+    ``steps``/``quarantine``: the manifest's per-step counts (the funnel); ``manifest``: digest, dataset
+    version, Delta table and version for the summary; ``operators``: the run's (name, params: each rule's
+    threshold); ``previous``: ``{ref, diff}``, the comparison with the previous release of the same name."""
+    data = {
+        "ref": ref,
+        "report": report,
+        "gate": gate,
+        "contamination": contamination,
+        "steps": steps or [],
+        "quarantine": quarantine or {},
+        "manifest": manifest,
+        "operators": operators or [],
+        "previous": previous,
+    }
+    payload = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c")  # no "</script>" inside the script
+    script = CHARTS_JS.read_text(encoding="utf-8")
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>QC report {escape(ref)}</title>"
-        f"<style>{style}</style></head><body><h1>QC report: {escape(ref)}</h1>"
-        f"<p>{report['samples']:,} samples; exact-duplicate rate {100 * report['exact_duplicate_rate']:.3f}%; "
-        f"rule sets applied: {escape(', '.join(report['rule_sets']) or 'none')}</p>"
-        f"{length}{scripts}{drops}"
-        "<h2>Rules</h2><table><tr><th>operator</th><th>rule</th><th>dropped</th><th>modified</th><th>failed</th></tr>"
-        f"{rules}</table><h2>Sources</h2><table><tr><th>source</th><th>kept</th><th>dropped</th><th>drop rate</th>"
-        f"</tr>{sources}</table>"
-        + (
-            f"<h2>Publish gate</h2><table><tr><th>condition</th><th>measured</th><th>limit</th><th>result</th></tr>"
-            f"{gate_rows}</table>"
-            if gate
-            else ""
-        )
-        + _contamination_html(contamination)
-        + "</body></html>"
-    )
-
-
-def _contamination_html(contamination: dict[str, Any] | None) -> str:
-    """The publish's contamination report: per eval set version, items found, share, samples, and which."""
-    if not contamination:
-        return ""
-    rows = "".join(
-        f"<tr><td>{escape(ref)}</td><td>{r['contaminated_items']:,} of {r['items']:,}</td>"
-        f"<td>{100 * r['share']:.2f}%</td><td>{r['samples']:,}</td>"
-        f"<td>{escape(', '.join(sorted(r.get('item_samples', {}))[:20]))}</td></tr>"
-        for ref, r in sorted(contamination.get("evalsets", {}).items())
-    )
-    return (
-        f"<h2>Contamination</h2><p>{contamination['checked_samples']:,} samples checked for the n-grams of eval "
-        f"items ({escape(json.dumps(contamination.get('ngrams', {})))}, exact)</p><table><tr><th>eval set</th>"
-        f"<th>contaminated items</th><th>share</th><th>samples</th><th>items (first 20)</th></tr>{rows}</table>"
+        f"<style>{REPORT_CSS}</style></head><body><h1>QC report: {escape(ref)}</h1>"
+        "<div id='qc'><noscript>This report draws its charts and tables with JavaScript.</noscript></div>"
+        f"<script type='module'>{script}\nrenderQc(document.getElementById('qc'), {payload});\n"
+        "performance.mark('ready');</script></body></html>"
     )
 
 

@@ -15,6 +15,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +36,9 @@ from lineage.catalog import (
     TakedownRequest,
     queries,
 )
+from lineage.catalog.models import as_utc
 from lineage.releases import placement, usage
-from lineage.service import auth, evalruns, evalsets, samples, takedowns
+from lineage.service import auth, evalruns, evalsets, samples, search, takedowns
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
 from lineage.service.tables import Duck, TableCache
@@ -1057,12 +1059,14 @@ class Service:
             outputs=len(ev.outputs),
         )
 
-    def lineage_graph_json(self, node_id: str, depth: int = 20) -> bytes:
-        """The graph as JSON bytes (what the HTTP answer sends; assembled from cached pieces)."""
+    def lineage_graph_json(self, node_id: str, depth: int = 20, as_of: datetime | None = None) -> bytes:
+        """The graph as JSON bytes (what the HTTP answer sends; assembled from cached pieces). With
+        ``as_of`` (naive: UTC) the graph as it was then: only nodes and edges some event named by then."""
         if not 0 <= depth <= 100:
             raise BadRequest(f"depth must be 0-100, got {depth}")
+        moment = None if as_of is None else as_utc(as_of)
         with self.catalog.session() as s:
-            index = self.graph_cache.get(s)
+            index = self.graph_cache.get(s, with_times=moment is not None)
         start = index.resolve(node_id)
         if start is None:
             if not re.match(openlineage.NODE_ID_PATTERN, node_id, flags=re.DOTALL):
@@ -1070,10 +1074,25 @@ class Service:
                     f"invalid nodeId {node_id[:200]!r}: expected dataset:NAMESPACE:NAME or job:NAMESPACE:NAME"
                 )
             raise NotFound(f"node {node_id[:200]!r} is not in the lineage graph")
-        return index.subgraph_json(start, depth)
+        if moment is not None and not index.existed(start, moment):
+            raise NotFound(f"node {node_id[:200]!r} was not in the lineage graph yet at {moment.isoformat()}")
+        return index.subgraph_json(start, depth, moment)
 
-    def lineage_graph(self, node_id: str, depth: int = 20) -> S.Graph:
-        return S.Graph.model_validate_json(self.lineage_graph_json(node_id, depth))
+    def lineage_graph(self, node_id: str, depth: int = 20, as_of: datetime | None = None) -> S.Graph:
+        return S.Graph.model_validate_json(self.lineage_graph_json(node_id, depth, as_of))
+
+    # -- search ---------------------------------------------------------------------------------
+    def search(self, query: str, *, limit: int = 20) -> S.SearchResults:
+        """Datasets, releases, runs, a sample, sources and eval sets matching ``query``, by kind."""
+        return search.search(
+            self.catalog,
+            self.graph_cache,
+            self.settings.openlineage_namespace,
+            self.sample_lineage,
+            query,
+            limit,
+            find_source=lambda uri: self.source_releases(uri=uri),
+        )
 
     # -- tokens -------------------------------------------------------------------------------
     def create_token(self, name: str, role: str = "reader", *, actor: str = "local") -> S.TokenCreated:
@@ -1090,7 +1109,13 @@ class Service:
 
     def health(self, *, auth_required: bool) -> S.Health:
         """``auth_required`` is the caller's: over HTTP it depends on the peer address (``api.deps``)."""
-        return S.Health(status="ok", version=code_version(), database=self.catalog.dialect, auth_required=auth_required)
+        return S.Health(
+            status="ok",
+            version=code_version(),
+            database=self.catalog.dialect,
+            auth_required=auth_required,
+            namespace=self.settings.openlineage_namespace,
+        )
 
 
 def _columns(obj: Any) -> dict[str, Any]:

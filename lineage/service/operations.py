@@ -117,6 +117,8 @@ OPERATIONS: tuple[Operation, ...] = (
     # -- OpenLineage intake and the graph -------------------------------------------------------
     Operation("post_lineage_event", Kind.CATALOG, Http("POST", "/lineage"), "lineage-event", service="ingest_event"),
     Operation("lineage_graph", Kind.CATALOG, Http("GET", "/lineage"), "lineage-graph"),
+    # -- one search box over names and ids (the web view's entry point) -------------------------
+    Operation("search", Kind.CATALOG, Http("GET", "/search"), "search"),
     # -- eval sets (registering reads files: in-process) ---------------------------------------
     Operation("list_evalsets", Kind.CATALOG, Http("GET", "/evalsets"), "evalset list"),
     Operation("get_evalset", Kind.CATALOG, Http("GET", "/evalsets/{name}"), "evalset show"),

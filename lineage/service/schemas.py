@@ -775,12 +775,37 @@ class GraphNode(BaseModel):
     data: dict[str, Any]
     inEdges: list[GraphEdge]  # noqa: N815 (Marquez's field names)
     outEdges: list[GraphEdge]  # noqa: N815
+    upstream: int = Field(0, description="Nodes with an edge into this one in the whole graph (as of the date asked).")
+    downstream: int = Field(0, description="Nodes this one has an edge to in the whole graph (as of the date asked).")
 
 
 class Graph(BaseModel):
     """Marquez's lineage graph shape."""
 
     graph: list[GraphNode]
+
+
+class SearchHit(BaseModel):
+    kind: Literal["dataset", "release", "run", "sample", "source", "evalset"]
+    id: str = Field(
+        description="What to ask for next: a dataset or eval set name, NAME@TAG, a run or sample id, a "
+        "graph node id (dataset:NAMESPACE:NAME) for a source."
+    )
+    label: str
+    detail: str = ""
+
+
+class SearchGroup(BaseModel):
+    kind: str
+    total: int = Field(description="Hits of this kind in all (``hits`` holds at most the limit asked for).")
+    hits: list[SearchHit]
+
+
+class SearchResults(BaseModel):
+    """What one search text found, grouped by kind (kinds with no hit are left out)."""
+
+    query: str
+    groups: list[SearchGroup]
 
 
 class Health(BaseModel):
@@ -790,6 +815,9 @@ class Health(BaseModel):
     auth_required: bool = Field(
         description="Whether this caller must send a token: false only in single-user mode (the setting on, "
         "a loopback peer, no token created yet)."
+    )
+    namespace: str = Field(
+        "lineage-ledger", description="The OpenLineage namespace of this catalog's datasets and jobs in the graph."
     )
 
 

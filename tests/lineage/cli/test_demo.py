@@ -8,10 +8,26 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+from selenium import webdriver
+
+from api.app import create_app
 from lineage.cli.demo import EXAMPLES, PLANTED
+from lineage.service.core import Service
+from lineage.settings import Settings
+from tests.support.api_world import ServerThread
+from tests.support.browser import Page, browser, open_page
 from tests.support.cli import lineage
+
+__all__ = ["browser"]  # the session's headless Chromium (tests/support/browser.py)
+
+
+@pytest.fixture
+def page(browser: webdriver.Chrome, request: pytest.FixtureRequest) -> Iterator[Page]:
+    yield from open_page(browser, "", request)
 
 
 def _small_corpus(root: Path) -> Path:
@@ -29,7 +45,7 @@ def _digests() -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((EXAMPLES / "data").iterdir())}
 
 
-def test_the_demo_plants_eval_items_in_a_copy_and_catches_them(tmp_path: Path) -> None:
+def test_the_demo_plants_eval_items_in_a_copy_and_catches_them(tmp_path: Path, page: Page) -> None:
     before = _digests()
     data, home = _small_corpus(tmp_path / "data"), tmp_path / "home"
     out = lineage(home, "demo", "--data-dir", str(data)).stdout
@@ -37,8 +53,13 @@ def test_the_demo_plants_eval_items_in_a_copy_and_catches_them(tmp_path: Path) -
     assert re.search(r"debian-quiz:v1\s*│\s*3 of 8\s*│\s*37\.50%\s*│\s*3\s*│\s*at publish", out), out
     for item_id, _, _ in PLANTED:
         assert f"{item_id}: caught in 1 sample(s)" in out
-    page = (home / "demo-qc.html").read_text(encoding="utf-8")
-    assert "<h2>Contamination</h2>" in page and "<td>debian-quiz:v1</td><td>3 of 8</td><td>37.50%</td>" in page
+    page.driver.get((home / "demo-qc.html").as_uri())  # the HTML QC report draws itself: look at it in a browser
+    page.wait_mark("ready")
+    assert "debian-quiz:v1 3 of 8 37.50% 3" in page.text(".qc-contamination")
+    assert len(page.find_all("svg.qc-chart")) == 4
+    page.shot("demo-qc")
+    url = "http://127.0.0.1:8765/releases/debian-clean/demo"
+    assert f"web view of the release: run `lineage serve`, then open {url}" in " ".join(out.split())
     assert _digests() == before  # examples/data is never changed: the items went into the copy
     copy = home / "demo-corpus"
     planted = gzip.decompress((copy / "debian_en.jsonl.gz").read_bytes()).decode("utf-8")
@@ -48,3 +69,41 @@ def test_the_demo_plants_eval_items_in_a_copy_and_catches_them(tmp_path: Path) -
     again = lineage(home, "demo", "--data-dir", str(data)).stdout
     assert "already registered, no-op" in again and "already published with identical content (no-op)" in again
     assert f"debian-clean@demo (published) digest {digest.group(1)}" in again  # a byte-identical copy, release
+
+    # the web view on the demo's catalog: every page type, from the app `lineage serve` runs
+    caught = re.search(r"pkg-1: caught in 1 sample\(s\) ([0-9a-f]{32})", out)
+    assert caught is not None
+    sample = caught.group(1)
+    service = Service(Settings(home=home, single_user=True))
+    try:
+        with ServerThread(create_app(service.settings, service)) as server:
+            page.base = server.url
+            page.open("/releases/debian-clean/demo")
+            assert page.text("#digest") == digest.group(1)
+            assert len(page.find_all("#qc svg.qc-chart")) == 4 and "debian-quiz:v1" in page.text(".qc-contamination")
+            page.shot("release")
+            page.open(f"/?q={sample}")
+            assert [g.get_attribute("data-kind") for g in page.find_all(".hits")] == ["sample"]
+            page.open(f"/samples/{sample}")
+            assert page.text("#releases") == "debian-clean@demo"
+            verdicts = [v.text for v in page.find_all("#versions .verdict")]  # per version: convert and 3 operators
+            assert verdicts == ["kept"] * 4 * len(page.find_all("#versions .version")) and verdicts
+            page.shot("sample")
+            page.open("/graph?node=dataset:lineage-ledger:debian-clean")
+            assert {n.get_attribute("data-id") for n in page.find_all("#graph .node")} == {
+                "dataset:lineage-ledger:debian-clean",
+                "job:lineage-ledger:debian-demo",
+            }
+            page.find('#graph .node[data-id="job:lineage-ledger:debian-demo"] .expand').click()
+            page.wait_mark("expanded")
+            inputs = {n.get_attribute("data-id") for n in page.find_all("#graph .node")} - {
+                "dataset:lineage-ledger:debian-clean",
+                "job:lineage-ledger:debian-demo",
+            }
+            assert {i.rsplit("/", 1)[-1] for i in inputs} == {"debian_en.jsonl.gz", "debian_zh.jsonl.gz"}, inputs
+            page.shot("graph")
+            page.open("/datasets/debian-clean")
+            assert "debian-clean@demo" in page.text("#versions")
+            page.shot("dataset")
+    finally:
+        service.close()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from selenium import webdriver
 
 from lineage.client import Client
 from lineage.errors import Invalid, NotFound
@@ -18,6 +19,7 @@ from lineage.service.core import Service
 from lineage.settings import Settings
 from operators.schema import sample_id
 from tests.support.api_world import BACKENDS, make_settings
+from tests.support.browser import Page, browser, open_page  # noqa: F401  (the session's headless Chromium)
 from tests.support.cli import lineage
 from tests.support.evalset_items import LONG_EN, LONG_ZH, OTHER_EN, items_v1, write_items
 from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
@@ -184,15 +186,21 @@ def test_evalset_check_records_on_each_release_without_changing_it(world: World,
     assert set(svc.get_release("web-clean@v1").contamination_checks) == {"fresh:v1", "mmlu-zh:v1"}
 
 
-def test_release_show_and_the_html_report_show_the_contamination(world: World, tmp_path: Path) -> None:
+@pytest.fixture
+def page(browser: webdriver.Chrome, request: pytest.FixtureRequest) -> Iterator[Page]:  # noqa: F811
+    yield from open_page(browser, "", request)
+
+
+def test_release_show_and_the_html_report_show_the_contamination(world: World, tmp_path: Path, page: Page) -> None:
     env = {"LINEAGE_CATALOG_URL": world.settings.catalog_url or ""}
     shown = lineage(world.settings.home, "release", "show", "web-raw@v1", **env).stdout
     assert "Contamination" in shown and "mmlu-zh:v1" in shown and "3 of 6" in shown and "at publish" in shown
     out = tmp_path / "qc.html"
     lineage(world.settings.home, "release", "report", "web-raw@v1", "--out", str(out), **env)
-    page = out.read_text(encoding="utf-8")
-    assert "<h2>Contamination</h2>" in page and "<td>mmlu-zh:v1</td><td>3 of 6</td><td>50.00%</td>" in page
-    assert sample_id("mmlu-zh", "id:q2") in page
+    page.driver.get(out.as_uri())  # the report draws itself in the browser
+    page.wait_mark("ready")
+    shown = page.text(".qc-contamination")
+    assert "mmlu-zh:v1 3 of 6 50.00%" in shown and sample_id("mmlu-zh", "id:q2") in shown
 
 
 # -- every sample of an item (not only the report's first 100), and the check on every engine -------------

@@ -53,11 +53,10 @@ def test_report_counts_rules_lengths_scripts_and_sources(version: None, settings
     assert qc["scripts"]["han"] > 0.1 and qc["scripts"]["latin"] > 0.5
     assert qc["exact_duplicate_rate"] == 0.0 and qc["rule_sets"] == ["quality"]
     html = report_html("qc@v1", qc, None)
-    assert (
-        html.count("<svg") == 3
-        and "quality:min_words" in html
-        and "http" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    )
+    # the charts are drawn in the browser by the one rendering (tests/web/test_qc_report.py looks at them);
+    # the page carries the report as data and loads nothing from anywhere
+    assert "quality:min_words" in html and "renderQc(" in html
+    assert "http" not in html.replace('"http://www.w3.org/2000/svg"', "")
 
 
 def test_gate_refuses_with_each_failed_condition_and_its_value(
