@@ -109,6 +109,9 @@ class GroupOperator(Operator):
 
     key: ClassVar[str]
     columns: ClassVar[tuple[str, ...]]
+    # True: ``decide`` sees every row in one call (the mixture, whose targets depend on every
+    # source's size). Engines then use one partition for this step.
+    whole_input: ClassVar[bool] = False
 
     @abstractmethod
     def decide(self, groups: pa.Table) -> pa.RecordBatch: ...

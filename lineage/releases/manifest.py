@@ -64,14 +64,32 @@ def build_manifest(
         "files": files,
         "quality": {"steps": counts.get("steps", []), "quarantine": counts.get("quarantine", {})},
         "run_id": dv.run_id,
+        **({"mixture": counts["mixture"]} if counts.get("mixture") else {}),
     }
 
 
 def content_digest(manifest: dict[str, Any]) -> str:
     """Identity of a release's *content*: file checksums, row count and schema, not paths."""
-    body = {
+    body: dict[str, Any] = {
         "files": sorted((f["xxh3_128"], f["size"], f["rows"]) for f in manifest["files"]),
         "row_count": manifest["row_count"],
         "schema": manifest["schema"],
     }
+    if manifest.get("mixture"):  # what is served: the same files repeated differently train differently
+        body["repeats"] = serving_rules(manifest)
     return xxhash.xxh3_128_hexdigest(json.dumps(body, sort_keys=True).encode())
+
+
+def serving_rules(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """How a reader serves the release's samples: the mixture's seed and each source's repeat rule.
+
+    None without a mixture (every sample once). Keys are source datasets (a sample's
+    ``source_dataset``), each with its input's rule."""
+    mixture = manifest.get("mixture")
+    if not mixture:
+        return None
+    rules = {}
+    for src in mixture["sources"].values():
+        for member in src["members"]:
+            rules[member] = src["rule"]
+    return {"seed": mixture["seed"], "sources": rules}

@@ -186,7 +186,8 @@ class DistributedEngine(Engine):
                 assert isinstance(op, GroupOperator)
                 key_schema = pa.schema([*(SAMPLE_SCHEMA.field(c) for c in op.columns), ROW_KEY_FIELD])
                 group = Group(job.run_id, s, seg.group, lineage, dropped)
-                decided = Collected.of(self.run_groups(tier, sample_files, key_schema, op.key, parts, group))
+                whole = 1 if op.whole_input else parts
+                decided = Collected.of(self.run_groups(tier, sample_files, key_schema, op.key, whole, group))
             lineage_files += decided.paths(lineage)
             lineage_rows += decided.rows[lineage.table_path]
             job.progress(f"step{seg.group.index}.{op.name}", rows)

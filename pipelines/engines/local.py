@@ -211,7 +211,7 @@ class LocalEngine(Engine):
         columns = [*op.columns, ROW_KEY]
         cols = ", ".join(f'"{c}"' for c in columns)
         rows = con.sql("SELECT count(*) FROM read_parquet(?)", params=[samples]).fetchall()[0][0]
-        parts = max(1, math.ceil(rows / self.config.group_partition_rows))
+        parts = 1 if op.whole_input else max(1, math.ceil(rows / self.config.group_partition_rows))
         if parts == 1:
             tables = [con.sql(f"SELECT {cols} FROM read_parquet(?)", params=[samples]).to_arrow_table()]
         else:  # hash-partition so each part holds whole groups and fits in memory

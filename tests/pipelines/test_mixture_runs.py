@@ -1,0 +1,131 @@
+"""A pipeline with a [mixture]: the run's decision, the manifest, and the same release on every engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lineage.catalog import Catalog
+from lineage.releases import publish
+from lineage.runs import Runner
+from lineage.settings import Settings
+from pipelines.spec import PipelineSpec
+from storage.errors import Invalid
+from tests.support.helpers import write_jsonl
+
+EN = [f"english sample number {i} with some words in it" for i in range(120)]
+ZH = [f"中文样本第{i}号" for i in range(40)]
+
+
+def corpora(root: Path) -> dict[str, Path]:
+    en = write_jsonl(root / "en" / "part.jsonl", [{"id": f"en{i}", "text": t} for i, t in enumerate(EN)])
+    # a few copies of an English text in the Chinese source: a cross-source duplicate cluster
+    zh = write_jsonl(
+        root / "zh" / "part.jsonl",
+        [{"id": f"zh{i}", "text": t} for i, t in enumerate(ZH)] + [{"id": "zh-dup", "text": EN[0]}],
+    )
+    return {"en": en.parent, "zh": zh.parent}
+
+
+def mixed_spec(root: Path, output: str, mixture: dict[str, Any], **inputs: dict[str, Any]) -> PipelineSpec:
+    paths = corpora(root)
+    return PipelineSpec.model_validate(
+        {
+            "name": "mix",
+            "inputs": [
+                {"dataset": name, "path": str(paths[name]), "id_field": "id", **inputs.get(name, {})}
+                for name in ("en", "zh")
+            ],
+            "operators": [{"name": "exact_dedupe"}],
+            "mixture": mixture,
+            "output": {"dataset": output},
+        }
+    )
+
+
+WEIGHTS = {"en": {"weight": 0.7}, "zh": {"weight": 0.3}}
+
+
+def test_a_run_records_the_requested_and_achieved_mixture(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
+    spec = mixed_spec(tmp_path, "mixed", {"unit": "samples", "total": 100, "seed": 3}, **WEIGHTS)
+    outcome = Runner(settings, catalog).run(spec)
+    steps = {s["operator"]: s for s in outcome.counts["steps"]}
+    assert [s["operator"] for s in outcome.counts["steps"]] == ["convert", "exact_dedupe", "mixture"]
+    mix = outcome.counts["mixture"]
+    en, zh = mix["sources"]["en"], mix["sources"]["zh"]
+    assert en["requested"]["share"] == pytest.approx(0.7) and en["requested"]["target"] == pytest.approx(70)
+    # after dedupe: en lost nothing (its copy of EN[0] is first in source order), zh lost its duplicate
+    assert en["achieved"]["available"]["samples"] == 120 and zh["achieved"]["available"]["samples"] == 40
+    assert en["achieved"]["selected"]["samples"] == 70 and en["achieved"]["served"]["samples"] == 70
+    assert zh["achieved"]["selected"]["samples"] == 30 and zh["rule"]["passes"] == 0
+    assert steps["mixture"]["dropped"] == 60 and steps["mixture"]["reasons"] == {"mixture_not_selected": 60}
+    assert outcome.row_count == 100
+    assert set(en["achieved"]["share"]) == {"samples", "bytes", "words"}
+
+    release, _ = publish(catalog, settings, "mixed@v1")
+    assert release.manifest["mixture"] == mix
+
+
+def test_upsampling_keeps_each_sample_once_with_a_repeat_rule(
+    tmp_path: Path, settings: Settings, catalog: Catalog
+) -> None:
+    spec = mixed_spec(tmp_path, "up", {"unit": "samples", "total": 300, "seed": 1}, **WEIGHTS)
+    outcome = Runner(settings, catalog).run(spec)
+    zh = outcome.counts["mixture"]["sources"]["zh"]
+    assert zh["achieved"]["selected"]["samples"] == 40  # every sample, stored once
+    assert zh["achieved"]["served"]["samples"] == 90 and zh["rule"]["passes"] == 2  # 2 passes + 10
+    assert outcome.row_count == 160
+
+
+def test_mixing_before_the_operators_shares_the_raw_inputs(
+    tmp_path: Path, settings: Settings, catalog: Catalog
+) -> None:
+    spec = mixed_spec(tmp_path, "before", {"unit": "samples", "apply": "before"}, **WEIGHTS)
+    outcome = Runner(settings, catalog).run(spec)
+    assert [s["operator"] for s in outcome.counts["steps"]] == ["convert", "mixture", "exact_dedupe"]
+    zh = outcome.counts["mixture"]["sources"]["zh"]
+    assert zh["achieved"]["available"]["samples"] == 41  # the duplicate is still there before dedupe
+
+
+def test_priority_decides_which_sources_copy_survives(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
+    default = mixed_spec(tmp_path / "a", "prio-default", {"unit": "samples"}, **WEIGHTS)
+    ranked = mixed_spec(
+        tmp_path / "b", "prio-zh", {"unit": "samples"}, en={"weight": 0.7}, zh={"weight": 0.3, "priority": 1}
+    )
+    runner = Runner(settings, catalog)
+    first = runner.run(default).counts["mixture"]["sources"]
+    second = runner.run(ranked).counts["mixture"]["sources"]
+    assert first["en"]["achieved"]["available"]["samples"] == 120  # source order: en's copy survives
+    assert second["en"]["achieved"]["available"]["samples"] == 119  # zh ranks higher: its copy survives
+    assert second["zh"]["achieved"]["available"]["samples"] == 41
+
+
+@pytest.mark.parametrize(
+    ("mixture", "inputs", "message"),
+    [
+        ({"unit": "lines"}, WEIGHTS, "unit"),
+        ({"unit": "tokens"}, WEIGHTS, "needs a tokenizer"),
+        ({"unit": "samples", "total": -1}, WEIGHTS, "total"),
+        ({"unit": "samples"}, {"en": {"weight": 1}}, "every input needs a weight"),
+        ({"unit": "samples"}, {"en": {"weight": 0.5, "max_share": 0.2}, "zh": {"weight": 0.5}}, "max_share"),
+        ({"unit": "samples", "apply": "sometimes"}, WEIGHTS, "apply"),
+        (None, WEIGHTS, "no \\[mixture\\] section"),
+    ],
+)
+def test_a_bad_mixture_is_refused_with_the_reason(
+    tmp_path: Path, mixture: dict | None, inputs: dict, message: str
+) -> None:
+    paths = corpora(tmp_path)
+    text = "name = 'm'\n[output]\ndataset = 'o'\n"
+    for name in ("en", "zh"):
+        text += f"[[inputs]]\ndataset = '{name}'\npath = '{paths[name]}'\n"
+        for key, value in inputs.get(name, {}).items():
+            text += f"{key} = {value}\n"
+    if mixture is not None:
+        text += "[mixture]\n" + "".join(f"{k} = {v!r}\n" for k, v in mixture.items())
+    path = tmp_path / "pipeline.toml"
+    path.write_text(text.replace("'", '"'))
+    with pytest.raises(Invalid, match=message):
+        PipelineSpec.load(path)
