@@ -356,3 +356,26 @@ def _rule_of(reps: np.ndarray, keys: np.ndarray, ids: list[str], rows: np.ndarra
         return RepeatRule(passes, None, None)
     last = max(extra, key=lambda i: (int(keys[i]), ids[i]))
     return RepeatRule(passes, int(keys[last]), ids[last])
+
+
+def serving_rules(mixture: dict[str, Any] | None) -> dict[str, Any] | None:
+    """How a release's samples are served, from its manifest's ``mixture``: the seed and, per source
+    dataset (a sample's ``source_dataset``), its input's repeat rule. None without a mixture."""
+    if not mixture:
+        return None
+    rules = {member: src["rule"] for src in mixture["sources"].values() for member in src["members"]}
+    return {"seed": mixture["seed"], "sources": rules}
+
+
+def served_repeats(rules: dict[str, Any], sample_ids: list[str], source_datasets: list[str]) -> np.ndarray:
+    """Copies served of each sample of a release, by :func:`serving_rules`; refuses an unknown source."""
+    out = np.ones(len(sample_ids), dtype=np.int64)
+    keys = order_keys(int(rules["seed"]), sample_ids)
+    names = np.array(source_datasets, dtype=object)
+    for name in set(source_datasets):
+        rule = rules["sources"].get(name)
+        if rule is None:
+            raise Invalid(f"the release's mixture has no repeat rule for source dataset {name!r}")
+        rows = np.flatnonzero(names == name)
+        out[rows] = repeats(RepeatRule.from_dict(rule), keys[rows], [sample_ids[i] for i in rows])
+    return out

@@ -14,6 +14,7 @@ import xxhash
 from lineage.catalog import DatasetVersion, Run
 from lineage.errors import ReleaseError
 from lineage.settings import Settings
+from operators.mixture import serving_rules
 from storage.checksum import file_digest
 from storage.delta import version_files
 from storage.tier import get_tier
@@ -76,20 +77,5 @@ def content_digest(manifest: dict[str, Any]) -> str:
         "schema": manifest["schema"],
     }
     if manifest.get("mixture"):  # what is served: the same files repeated differently train differently
-        body["repeats"] = serving_rules(manifest)
+        body["repeats"] = serving_rules(manifest["mixture"])
     return xxhash.xxh3_128_hexdigest(json.dumps(body, sort_keys=True).encode())
-
-
-def serving_rules(manifest: dict[str, Any]) -> dict[str, Any] | None:
-    """How a reader serves the release's samples: the mixture's seed and each source's repeat rule.
-
-    None without a mixture (every sample once). Keys are source datasets (a sample's
-    ``source_dataset``), each with its input's rule."""
-    mixture = manifest.get("mixture")
-    if not mixture:
-        return None
-    rules = {}
-    for src in mixture["sources"].values():
-        for member in src["members"]:
-            rules[member] = src["rule"]
-    return {"seed": mixture["seed"], "sources": rules}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pytest
 
 from lineage.catalog import Catalog
@@ -129,3 +131,54 @@ def test_a_bad_mixture_is_refused_with_the_reason(
     path.write_text(text.replace("'", '"'))
     with pytest.raises(Invalid, match=message):
         PipelineSpec.load(path)
+
+
+def _served(ref: str, settings: Settings, **kw: Any) -> list[tuple[str, int]]:
+    import lineage
+
+    reader = lineage.open_release(ref, settings=settings, columns=["sample_id"], batch_size=7, **kw)
+    return [
+        (sid, rep)
+        for batch in reader
+        for sid, rep in zip(batch.column("sample_id").to_pylist(), batch.column("repeat").to_pylist(), strict=True)
+    ]
+
+
+def _lineage_repeats(settings: Settings, catalog: Catalog, ref: str) -> dict[str, int]:
+    from lineage.releases import get_release
+    from storage.delta import version_dataset
+    from storage.tier import get_tier
+
+    with catalog.session() as s:
+        dv = get_release(s, ref).dataset_version
+        tier = get_tier(dv.tier, settings)
+        lin = version_dataset(tier, dv.lineage_path, dv.lineage_delta_version).to_table()
+    out = {}
+    for row in lin.filter(pa.compute.equal(lin.column("operator"), "mixture")).to_pylist():
+        rules = {r["rule"]: r["value"] for r in row["detail"]["rules"]}
+        out[row["sample_id"]] = int(rules["repeats"])
+    return out
+
+
+def test_the_reader_serves_each_sample_its_repeats_whole_passes_first(
+    tmp_path: Path, settings: Settings, catalog: Catalog
+) -> None:
+    settings.parquet_row_group_rows = 16  # several blocks, so windows and passes really shuffle
+    spec = mixed_spec(tmp_path, "served", {"unit": "samples", "total": 300, "seed": 1}, **WEIGHTS)
+    Runner(settings, catalog).run(spec)
+    publish(catalog, settings, "served@v1")
+    served = _served("served@v1", settings)
+    recorded = _lineage_repeats(settings, catalog, "served@v1")
+    assert len(served) == sum(recorded.values()) == 300
+    copies: dict[str, list[int]] = {}
+    for sid, rep in served:
+        copies.setdefault(sid, []).append(rep)
+    assert {sid: len(reps) for sid, reps in copies.items()} == {s: r for s, r in recorded.items() if r}
+    assert all(sorted(reps) == list(range(len(reps))) for reps in copies.values())  # each copy its index
+    passes = [rep for _, rep in served]
+    assert passes == sorted(passes), "every sample once before any second copy"
+    # the same copies whatever the world size; the same order for the same seed
+    ranks = [pair for r in range(3) for pair in _served("served@v1", settings, rank=r, world_size=3, remainder="pad")]
+    assert set(ranks) == set(served)
+    assert _served("served@v1", settings) == served
+    assert _served("served@v1", settings, seed=5) != served
