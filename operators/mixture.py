@@ -142,6 +142,10 @@ class Mixture(GroupOperator):
                     raise Invalid(f"mixture: source dataset {member!r} is in inputs {first!r} and {name!r}")
                 self.member_of[member] = name
         self._tokenizer: Any = None
+        if p.tokenizer:  # a wrong or missing file fails the run before any work
+            from operators.token_counts import checked_bytes  # extra: the module of the tokens unit
+
+            checked_bytes(p.tokenizer["path"], p.tokenizer["digest"])
 
     # -- sizes ------------------------------------------------------------------------------
     def measures(self, texts: pa.Array | pa.ChunkedArray) -> dict[str, np.ndarray]:

@@ -91,6 +91,24 @@ class EpochOrder:
         """Which repeat pass ``window`` serves: always 0 without a mixture's repeats."""
         return 0
 
+    def slices(self, lo: int, hi: int) -> Iterator[WindowSlice]:
+        """The samples at global positions ``[lo, hi)``, window by window, in order."""
+        if lo >= hi:
+            return
+        first = int(np.searchsorted(self.starts, lo, side="right") - 1)
+        for w in range(first, len(self.windows)):
+            start, end = int(self.starts[w]), int(self.starts[w + 1])
+            if start >= hi:
+                break
+            a, b = max(lo, start) - start, min(hi, end) - start
+            if a < b:
+                yield WindowSlice(w, self.windows[w], a, b)
+
+    def rows(self, piece: WindowSlice) -> np.ndarray:
+        """The rows of ``piece``'s window that it serves, in order. Drawing a window's permutation
+        takes about a millisecond, so readers draw them as they go, not all up front."""
+        return self.window_permutation(piece.window)[piece.start : piece.stop]
+
 
 class PassOrder(EpochOrder):
     """An epoch of a release whose samples are served several times (a mixture's repeats).
@@ -129,24 +147,6 @@ class PassOrder(EpochOrder):
 
     def pass_of(self, window: int) -> int:
         return self._where[window][0]
-
-    def slices(self, lo: int, hi: int) -> Iterator[WindowSlice]:
-        """The samples at global positions ``[lo, hi)``, window by window, in order."""
-        if lo >= hi:
-            return
-        first = int(np.searchsorted(self.starts, lo, side="right") - 1)
-        for w in range(first, len(self.windows)):
-            start, end = int(self.starts[w]), int(self.starts[w + 1])
-            if start >= hi:
-                break
-            a, b = max(lo, start) - start, min(hi, end) - start
-            if a < b:
-                yield WindowSlice(w, self.windows[w], a, b)
-
-    def rows(self, piece: WindowSlice) -> np.ndarray:
-        """The rows of ``piece``'s window that it serves, in order. Drawing a window's permutation
-        takes about a millisecond, so readers draw them as they go, not all up front."""
-        return self.window_permutation(piece.window)[piece.start : piece.stop]
 
 
 @dataclass(frozen=True)

@@ -294,7 +294,7 @@ class ReleaseReader:
                 handles.popitem(last=False)[1].close()
         return handles[file]
 
-    def _read_window(self, blocks: tuple[Block, ...], repeat: int | None = None) -> pa.Table:
+    def _read_window(self, blocks: tuple[Block, ...]) -> pa.Table:
         """The window's rows, in (file, row group) order (one chunk per row group), strings as views.
 
         Row groups decode in parallel, each thread through its own file handles (Arrow releases
@@ -306,10 +306,7 @@ class ReleaseReader:
 
         def read(block: Block) -> pa.Table:
             decoded = self._handle(block.file).read_row_group(block.row_group, columns=self.columns, use_threads=False)
-            decoded = as_views(decoded)
-            if repeat is None:
-                return decoded
-            return decoded.append_column(REPEAT_COLUMN, pa.repeat(pa.scalar(repeat, pa.int32()), decoded.num_rows))
+            return as_views(decoded)
 
         if self._decoders is None:  # one decoder: this (prefetch) thread is it
             return pa.concat_tables([read(block) for block in ordered])
@@ -344,9 +341,16 @@ class ReleaseReader:
             piece = pieces[k]
             repeat = order.pass_of(piece.window) if self.repeats is not None else None
             rows = order.rows(piece) if repeat is None else self._served_rows(piece.blocks, repeat)[order.rows(piece)]
+
+            def decode() -> pa.Table:
+                table = self._read_window(piece.blocks)
+                if repeat is None:
+                    return table
+                return table.append_column(REPEAT_COLUMN, pa.repeat(pa.scalar(repeat, pa.int32()), table.num_rows))
+
             if shared is None or sharers[k] < 2:
-                return Window(self._read_window(piece.blocks, repeat), rows)
-            return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks, repeat)), rows)
+                return Window(decode(), rows)
+            return Window(shared.get(piece.window, decode), rows)
 
         for k, window in enumerate(self._decoded(read, len(pieces))):
             yield window

@@ -182,3 +182,55 @@ def test_the_reader_serves_each_sample_its_repeats_whole_passes_first(
     assert set(ranks) == set(served)
     assert _served("served@v1", settings) == served
     assert _served("served@v1", settings, seed=5) != served
+
+
+def test_the_exports_write_each_copy_with_its_repeat_index(
+    tmp_path: Path, settings: Settings, catalog: Catalog
+) -> None:
+    import json
+
+    from lineage.releases.export import export_release
+    from lineage.releases.tokenized import ExportOptions
+    from tests.support.training_export import train_tokenizer
+
+    spec = mixed_spec(tmp_path, "exp", {"unit": "samples", "total": 300, "seed": 1}, **WEIGHTS)
+    Runner(settings, catalog).run(spec)
+    publish(catalog, settings, "exp@v1")
+    recorded = {s: r for s, r in _lineage_repeats(settings, catalog, "exp@v1").items() if r}
+    done = export_release(catalog, settings, "exp@v1", tmp_path / "out", "jsonl")
+    rows = [json.loads(line) for line in Path(done.path).read_text().splitlines()]
+    assert done.rows == len(rows) == 300
+    copies: dict[str, list[int]] = {}
+    for row in rows:
+        copies.setdefault(row["sample_id"], []).append(row["repeat"])
+    assert {s: len(r) for s, r in copies.items()} == recorded
+    assert all(r == list(range(len(r))) for r in copies.values())  # whole passes first, in order
+    assert [row["repeat"] for row in rows] == sorted(row["repeat"] for row in rows)
+
+    tokenizer = train_tokenizer(tmp_path / "tok.json")
+    options = ExportOptions(format="megatron", tokenizer=str(tokenizer), seed=4)
+    mega = export_release(catalog, settings, "exp@v1", tmp_path / "mega", "megatron", training=options)
+    assert mega.manifest is not None and mega.manifest["samples"] == 300
+    starts = mega.manifest["repeat_passes"]
+    assert starts[0] == 0 and len(starts) == max(recorded.values())
+    assert starts[1] == len(recorded)  # pass 0 holds every sample once
+
+
+def test_a_tokens_mixture_uses_the_pinned_tokenizer(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
+    import xxhash
+
+    from tests.support.training_export import train_tokenizer
+
+    tokenizer = train_tokenizer(tmp_path / "tok.json")
+    digest = xxhash.xxh3_128_hexdigest(tokenizer.read_bytes())
+    mixture = {"unit": "tokens", "total": 900, "tokenizer": {"path": str(tokenizer), "digest": digest}}
+    outcome = Runner(settings, catalog).run(mixed_spec(tmp_path, "tok", mixture, **WEIGHTS))
+    mix = outcome.counts["mixture"]
+    for name, share in (("en", 0.7), ("zh", 0.3)):
+        src = mix["sources"][name]
+        served, target = src["achieved"]["served"]["tokens"], src["requested"]["target"]
+        assert target == pytest.approx(900 * share) and served >= target
+        assert served - target < 40, "overshoot by at most one sample (a few dozen tokens here)"
+    wrong = {**mixture, "tokenizer": {"path": str(tokenizer), "digest": "0" * 32}}
+    with pytest.raises(Invalid, match="digest"):
+        Runner(settings, catalog).run(mixed_spec(tmp_path / "w", "tok-wrong", wrong, **WEIGHTS))
