@@ -234,3 +234,37 @@ def test_a_tokens_mixture_uses_the_pinned_tokenizer(tmp_path: Path, settings: Se
     wrong = {**mixture, "tokenizer": {"path": str(tokenizer), "digest": "0" * 32}}
     with pytest.raises(Invalid, match="digest"):
         Runner(settings, catalog).run(mixed_spec(tmp_path / "w", "tok-wrong", wrong, **WEIGHTS))
+
+
+def test_catalog_inputs_are_sources_by_the_datasets_their_samples_came_from(
+    tmp_path: Path, settings: Settings, catalog: Catalog
+) -> None:
+    paths = corpora(tmp_path)
+    runner = Runner(settings, catalog)
+    for name in ("en", "zh"):
+        runner.run(
+            PipelineSpec.model_validate(
+                {
+                    "name": f"clean-{name}",
+                    "inputs": [{"dataset": name, "path": str(paths[name]), "id_field": "id"}],
+                    "output": {"dataset": f"clean-{name}"},
+                }
+            )
+        )
+    merged = PipelineSpec.model_validate(
+        {
+            "name": "merge",
+            "inputs": [
+                {"dataset": "clean-en", "weight": 0.7},
+                {"dataset": "clean-zh", "weight": 0.3, "priority": 1},
+            ],
+            "operators": [{"name": "exact_dedupe"}],
+            "mixture": {"unit": "words"},
+            "output": {"dataset": "merged"},
+        }
+    )
+    mix = runner.run(merged).counts["mixture"]
+    assert mix["sources"]["clean-en"]["members"] == ["en"] and mix["sources"]["clean-zh"]["members"] == ["zh"]
+    assert mix["sources"]["clean-en"]["achieved"]["available"]["samples"] == 119  # zh's copy won
+    shares = {n: s["achieved"]["share"]["words"] for n, s in mix["sources"].items()}
+    assert shares["clean-en"] == pytest.approx(0.7, abs=0.02) and shares["clean-zh"] == pytest.approx(0.3, abs=0.02)
