@@ -23,6 +23,7 @@ from lineage.catalog.queries import dataset_version
 from lineage.errors import GateFailed, Invalid, validation_problems
 from lineage.settings import Settings
 from operators import registry
+from operators.mixture import NAME as MIXTURE
 from storage import names
 from storage.delta import version_dataset
 from storage.tier import get_tier
@@ -80,7 +81,10 @@ importable): ``GateFailed.of(failures)`` names each failed condition with its me
 def _rule_table(lineage: Any) -> list[dict[str, Any]]:
     from operators.quality.report import rule_counts  # start-up: numba kernels
 
-    parts = [rule_counts(b) for b in lineage.to_batches(columns=["operator", "verdict", "reason", "detail"])]
+    # the mixture's decisions are not quality rules: the report's "mixture" section shows them
+    columns = ["operator", "verdict", "reason", "detail"]
+    batches = lineage.to_batches(columns=columns, filter=pc.field("operator") != MIXTURE)
+    parts = [rule_counts(b) for b in batches]
     parts = [p for p in parts if p.num_rows]
     if not parts:
         return []
@@ -194,7 +198,49 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
         "exact_duplicate_rate": (rows - distinct) / rows if rows else 0.0,
         "operators": operators,
         "rule_sets": rule_sets_of(operators),
+        **({"mixture": mixture_report(run.counts["mixture"])} if run and (run.counts or {}).get("mixture") else {}),
     }
+
+
+def mixture_report(mixture: dict[str, Any]) -> dict[str, Any]:
+    """The requested and achieved mixture per source, in the mixture's unit and in every other one."""
+    unit = mixture["unit"]
+    rows = []
+    for name, src in sorted(mixture["sources"].items()):
+        req, got = src["requested"], src["achieved"]
+        rows.append(
+            {
+                "source": name,
+                "weight": req["weight"],
+                "requested_share": req["share"],
+                "target": req["target"],
+                "available": got["available"][unit],
+                "selected": got["selected"][unit],
+                "served": got["served"][unit],
+                "achieved_share": got["share"][unit],
+                "epochs": got["epochs"],
+                "shares": got["share"],
+            }
+        )
+    return {"unit": unit, "total": mixture["total"], "seed": mixture["seed"], "sources": rows}
+
+
+def _mixture_html(mixture: dict[str, Any] | None) -> str:
+    if not mixture:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(s['source'])}</td><td>{s['weight']:g}</td><td>{100 * s['requested_share']:.2f}%</td>"
+        f"<td>{s['target']:,.0f}</td><td>{s['available']:,.0f}</td><td>{s['selected']:,.0f}</td>"
+        f"<td>{s['served']:,.0f}</td><td>{100 * s['achieved_share']:.2f}%</td><td>{s['epochs']:.3f}</td></tr>"
+        for s in mixture["sources"]
+    )
+    total = "everything at these shares" if mixture["total"] is None else f"{mixture['total']:,.0f}"
+    return (
+        f"<h2>Mixture</h2><p>by {escape(mixture['unit'])}, seed {mixture['seed']}, total {total}</p>"
+        "<table><tr><th>source"
+        "</th><th>weight</th><th>requested share</th><th>target</th><th>available</th><th>selected</th><th>served</th>"
+        f"<th>achieved share</th><th>epochs</th></tr>{rows}</table>"
+    )
 
 
 def successor_report(
@@ -370,6 +416,7 @@ def report_html(
             if gate
             else ""
         )
+        + _mixture_html(report.get("mixture"))
         + _contamination_html(contamination)
         + "</body></html>"
     )
