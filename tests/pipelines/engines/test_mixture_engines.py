@@ -41,11 +41,11 @@ def _spec(root: Path, output: str, files: int = 3) -> PipelineSpec:
         {
             "name": "mix",
             "inputs": [
-                {"dataset": "en", "path": str(paths["en"]), "id_field": "id", "weight": 0.7},
-                {"dataset": "zh", "path": str(paths["zh"]), "id_field": "id", "weight": 0.3, "priority": 1},
+                {"dataset": "en", "path": str(paths["en"]), "id_field": "id", "weight": 0.5},
+                {"dataset": "zh", "path": str(paths["zh"]), "id_field": "id", "weight": 0.5, "priority": 1},
             ],
             "operators": [{"name": "exact_dedupe"}],
-            "mixture": {"unit": "words", "total": 1500, "seed": 11},
+            "mixture": {"unit": "words", "total": 2000, "seed": 11},
             "output": {"dataset": output},
         }
     )
@@ -72,7 +72,7 @@ def test_the_same_mixture_gives_the_same_release_on_every_engine(
     # small partitions and files: shuffles and several output files really happen
     settings.group_partition_rows, settings.parquet_file_rows, settings.parquet_row_group_rows = 40, 50, 20
     runner = Runner(settings, catalog)
-    outcomes = {e: runner.run(_spec(tmp_path / e, f"mix-{e}"), engine=e) for e in ENGINES}
+    outcomes = {e: runner.run(_spec(tmp_path / "raw", f"mix-{e}"), engine=e) for e in ENGINES}  # one input
     tables = {e: _tables(catalog, settings, o) for e, o in outcomes.items()}
     local = outcomes["local"]
     mix = local.counts["mixture"]
