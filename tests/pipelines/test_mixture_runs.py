@@ -268,3 +268,26 @@ def test_catalog_inputs_are_sources_by_the_datasets_their_samples_came_from(
     assert mix["sources"]["clean-en"]["achieved"]["available"]["samples"] == 119  # zh's copy won
     shares = {n: s["achieved"]["share"]["words"] for n, s in mix["sources"].items()}
     assert shares["clean-en"] == pytest.approx(0.7, abs=0.02) and shares["clean-zh"] == pytest.approx(0.3, abs=0.02)
+
+
+def test_a_takedown_successor_keeps_the_repeat_rules(tmp_path: Path, settings: Settings, catalog: Catalog) -> None:
+    """The rules hold for any subset of the samples: the successor serves what is left as before."""
+    from lineage.client import Client
+
+    spec = mixed_spec(tmp_path, "td", {"unit": "samples", "total": 300, "seed": 1}, **WEIGHTS)
+    Runner(settings, catalog).run(spec)
+    publish(catalog, settings, "td@v1")
+    before = dict(_served("td@v1", settings))
+    with Client(settings=settings) as client:
+        request = client.create_takedown({"source": {"dataset": "zh", "path": "*"}}, kind="opt_out", reason="asked")
+        (done,) = client.apply_takedown(request.id).successors
+        old, new = client.get_manifest("td@v1"), client.get_manifest(done.successor)
+    assert new.mixture is not None and new.mixture.sources == old.mixture.sources  # type: ignore[union-attr]
+    after = _served(done.successor, settings)
+    counts: dict[str, int] = {}
+    for sid, _ in after:
+        counts[sid] = counts.get(sid, 0) + 1
+    recorded = _lineage_repeats(settings, catalog, "td@v1")
+    assert counts == {s: r for s, r in recorded.items() if s in counts}
+    # only en is left: its 120 samples, served 210 times (1 pass and 90 more), as before the takedown
+    assert len(counts) == 120 and len(after) == 210 and set(counts) < set(before)
