@@ -176,6 +176,12 @@ class Mixture(GroupOperator):
         share = {name: w / whole for name, w in weights.items()}
         epochs = {name: src.get("max_epochs") for name, src in p.sources.items()}
         if p.total is None:  # the largest mixture at these shares, no source past its max_epochs
+            empty = sorted(n for n in share if available[n] <= 0)
+            if empty:
+                raise Invalid(
+                    f"mixture: source(s) {empty} have no {p.unit} left to mix; without a total the shares "
+                    "cannot be met by anything but an empty release (set a total, or drop the input)"
+                )
             limits = [(epochs[n] or 1.0) * available[n] / share[n] for n in share]
             total = min(limits) if limits else 0.0
             return Plan(share, {n: share[n] * total for n in share})

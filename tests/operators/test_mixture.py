@@ -124,3 +124,5 @@ def test_unknown_sources_and_bad_params_are_refused_clearly() -> None:
         _mixture({"a": 1}, unit="lines")
     with pytest.raises(Invalid, match="needs a tokenizer"):
         _mixture({"a": 1}, unit="tokens")
+    with pytest.raises(Invalid, match=r"source\(s\) \['b'\] have no samples left"):
+        _mixture({"a": 1, "b": 1}).decide(_table({"a": ["x", "y"]}))  # no total: b's share cannot be met
