@@ -134,6 +134,14 @@ class Mixture(GroupOperator):
         super().__init__(params)
         p = self.params
         assert isinstance(p, MixtureParams)
+        # the barrier sees ids, sources and sizes, never texts: sizes are measured per batch beforehand
+        self.prepared_schema = pa.schema(
+            [
+                pa.field("sample_id", pa.string(), nullable=False),
+                pa.field("source_dataset", pa.string(), nullable=False),
+                *(pa.field(u, pa.int64(), nullable=False) for u in UNITS[1:] if u != "tokens" or p.tokenizer),
+            ]
+        )
         self.member_of: dict[str, str] = {}
         for name, src in p.sources.items():
             for member in src.get("members") or [name]:
@@ -165,6 +173,13 @@ class Mixture(GroupOperator):
         from operators.token_counts import token_counts  # extra: tokenizers, for unit "tokens" only
 
         return token_counts(self._tokenizer, texts.to_pylist())
+
+    def prepare(self, rows: pa.RecordBatch) -> pa.RecordBatch:
+        """Each sample's id, source dataset and size in bytes, words (and tokens)."""
+        sizes = self.measures(rows.column("text"))
+        columns = [rows.column("sample_id"), rows.column("source_dataset")]
+        columns += [pa.array(sizes[f.name], pa.int64()) for f in list(self.prepared_schema)[2:]]
+        return pa.RecordBatch.from_arrays(columns, schema=self.prepared_schema)
 
     # -- targets ----------------------------------------------------------------------------
     def plan(self, available: dict[str, float]) -> Plan:
@@ -206,7 +221,9 @@ class Mixture(GroupOperator):
         if unknown:
             raise Invalid(f"mixture: samples of source dataset(s) {unknown} belong to no weighted input")
         names = np.array([self.member_of[d] for d in datasets.to_pylist()], dtype=object)
-        sizes = self.measures(groups.column("text").combine_chunks())
+        sizes = {"samples": np.ones(n, dtype=np.int64)}
+        for f in list(self.prepared_schema)[2:]:
+            sizes[f.name] = np.asarray(groups.column(f.name).to_numpy(), dtype=np.int64)
         size = sizes[p.unit].astype(np.float64)
         keys = order_keys(p.seed, ids)
         id_list = ids.to_pylist()

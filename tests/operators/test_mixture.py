@@ -26,8 +26,14 @@ def _mixture(weights: dict[str, float], **params: object) -> Mixture:
     return Mixture({"sources": sources, **params})
 
 
+def _run(op: Mixture, table: pa.Table) -> pa.RecordBatch:
+    """What an engine does: sizes per batch (``prepare``), then the decision over all of them."""
+    prepared = [op.prepare(b) for b in table.to_batches(max_chunksize=17)]
+    return op.decide(pa.Table.from_batches(prepared, schema=op.prepared_schema))
+
+
 def _decided(op: Mixture, table: pa.Table) -> dict[str, tuple[str, int]]:
-    records = op.decide(table)
+    records = _run(op, table)
     out = {}
     for row in records.to_pylist():
         rules = {r["rule"]: r["value"] for r in row["detail"]["rules"]}
@@ -46,7 +52,7 @@ def test_downsampling_takes_the_hash_prefix_up_to_the_target() -> None:
     keys = order_keys(0, a_ids)
     first = {a_ids[i] for i in np.lexsort((np.array(a_ids), keys))[:30]}
     assert {s for s in kept if s.startswith("a-")} == first
-    dropped = [r for r in op.decide(table).to_pylist() if r["verdict"] == "dropped"]
+    dropped = [r for r in _run(op, table).to_pylist() if r["verdict"] == "dropped"]
     assert {r["reason"] for r in dropped} == {"mixture_not_selected"}
 
 
@@ -119,10 +125,10 @@ def test_the_rule_reproduces_the_recorded_repeats_on_any_subset() -> None:
 def test_unknown_sources_and_bad_params_are_refused_clearly() -> None:
     op = _mixture({"a": 1}, total=5)
     with pytest.raises(Invalid, match="belong to no weighted input"):
-        op.decide(_table({"zzz": ["x"]}))
+        _run(op, _table({"zzz": ["x"]}))
     with pytest.raises(Invalid, match="unit must be one of"):
         _mixture({"a": 1}, unit="lines")
     with pytest.raises(Invalid, match="needs a tokenizer"):
         _mixture({"a": 1}, unit="tokens")
     with pytest.raises(Invalid, match=r"source\(s\) \['b'\] have no samples left"):
-        _mixture({"a": 1, "b": 1}).decide(_table({"a": ["x", "y"]}))  # no total: b's share cannot be met
+        _run(_mixture({"a": 1, "b": 1}), _table({"a": ["x", "y"]}))  # no total: b's share cannot be met
