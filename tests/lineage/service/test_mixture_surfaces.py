@@ -110,3 +110,35 @@ def test_the_command_prints_the_achieved_mixture_the_diff_and_each_samples_decis
     ]
     assert dropped, "mixed v2 downsamples en"
     assert "[weight 0.8, not selected]" in world.lineage("sample", dropped[0].sample_id)
+
+
+def test_the_reader_over_the_service_checks_the_digest_and_serves_the_repeats(client: Client, world: World) -> None:
+    """The manifest the service returns (over HTTP or in-process) keeps the repeat rules exactly, so it
+    matches the content digest, which covers them."""
+    import lineage
+
+    reader = lineage.open_release(
+        "mixed@a", client=client, settings=world.settings, columns=["sample_id", "source_dataset"], batch_size=8
+    )
+    rows = [r for batch in reader for r in batch.to_pylist()]
+    assert len(rows) == 60  # 30 en + 20 zh served 1.5 times
+    assert sum(r["source_dataset"] == "zh" for r in rows) == 30
+    assert {r["repeat"] for r in rows} == {0, 1}
+
+
+def test_a_reader_resumed_mid_epoch_serves_exactly_the_rest(world: World) -> None:
+    import lineage
+
+    def reader() -> object:
+        return lineage.open_release("mixed@a", settings=world.settings, columns=["sample_id"], batch_size=4, seed=9)
+
+    whole = [(r["sample_id"], r["repeat"]) for b in reader() for r in b.to_pylist()]  # type: ignore[attr-defined]
+    first = reader()
+    it = iter(first)  # type: ignore[call-overload]
+    head = [(r["sample_id"], r["repeat"]) for _ in range(13) for r in next(it).to_pylist()]  # 52 rows: pass 0 is 50
+    state = first.state_dict()  # type: ignore[attr-defined]
+    second = reader()
+    second.load_state_dict(state)  # type: ignore[attr-defined]
+    tail = [(r["sample_id"], r["repeat"]) for b in second for r in b.to_pylist()]  # type: ignore[attr-defined]
+    assert any(rep == 1 for _, rep in head), "the saved position is inside the second pass"
+    assert head + tail == whole
