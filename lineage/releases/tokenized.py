@@ -232,6 +232,7 @@ def export_tokenized(
         dataset = version_dataset(data_tier, dv.data_path, dv.data_delta_version)
         name, tag, content_digest, release_id = release.name, release.tag, release.content_digest, release.id
         mixture = (release.manifest or {}).get("mixture")
+    _check_mixture_tokenizer(mixture, tokenizer)
     folder = f"{name}-{tag}.{options.format}"
     if tier_name is None:
         tier, prefix = local_tier(Path(out).resolve(), name="export"), folder
@@ -298,6 +299,26 @@ def export_tokenized(
     writer.put(MANIFEST, json.dumps(manifest, sort_keys=True, indent=1).encode())
     writer.delete(PROGRESS)
     return TokenizedExport(tier_name, where, manifest, release_id, resumed, writer.lineage_seconds)
+
+
+def _check_mixture_tokenizer(mixture: dict[str, Any] | None, tokenizer: Tokenizer) -> None:
+    """A release mixed by tokens names its tokenizer (path and digest): the export shares it. The same
+    path with other bytes is refused; another tokenizer is allowed, with a warning."""
+    pinned = (mixture or {}).get("tokenizer")
+    if not pinned or pinned["digest"] == tokenizer.digest:
+        return
+    if Path(pinned["path"]).resolve() == Path(tokenizer.path).resolve():
+        raise Invalid(
+            f"tokenizer {tokenizer.path} has digest xxh3-128:{tokenizer.digest}, but the release was mixed by tokens "
+            f"with xxh3-128:{pinned['digest']} from that path: the file changed"
+        )
+    log.warning(
+        "the release was mixed by the tokens of %s (xxh3-128:%s); this export uses %s (xxh3-128:%s)",
+        pinned["path"],
+        pinned["digest"],
+        tokenizer.path,
+        tokenizer.digest,
+    )
 
 
 def document_order(sample_ids: pa.ChunkedArray | pa.Array, seed: int, stream: int = 0) -> np.ndarray:

@@ -671,6 +671,10 @@ class Service:
         self._serve(ref, "lineage export", override_reason, actor)
 
         training = None
+        if tokenizer is None and fmt in TRAINING_FORMATS:  # a tokens mixture's tokenizer is the default
+            mixture = self.get_manifest(ref).mixture
+            if mixture is not None and mixture.tokenizer is not None:
+                tokenizer = mixture.tokenizer["path"]
         if tokenizer is not None or fmt in TRAINING_FORMATS:
             if tokenizer is None:
                 raise BadRequest(f"--format {fmt} needs --tokenizer PATH (a tokenizers tokenizer.json)")

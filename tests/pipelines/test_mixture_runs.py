@@ -235,6 +235,17 @@ def test_a_tokens_mixture_uses_the_pinned_tokenizer(tmp_path: Path, settings: Se
     with pytest.raises(Invalid, match="digest"):
         Runner(settings, catalog).run(mixed_spec(tmp_path / "w", "tok-wrong", wrong, **WEIGHTS))
 
+    # the training export shares the pinned tokenizer: by default, and refusing the same path changed
+    from lineage.client import Client
+
+    publish(catalog, settings, "tok@v1")
+    with Client(settings=settings) as client:
+        done = client.export_release("tok@v1", tmp_path / "mega", "megatron")
+        assert done.tokenizer_digest == f"xxh3-128:{digest}"
+        tokenizer.write_text(tokenizer.read_text() + "\n")
+        with pytest.raises(Invalid, match="the file changed"):
+            client.export_release("tok@v1", tmp_path / "mega2", "megatron")
+
 
 def test_catalog_inputs_are_sources_by_the_datasets_their_samples_came_from(
     tmp_path: Path, settings: Settings, catalog: Catalog
