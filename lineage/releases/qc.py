@@ -175,7 +175,9 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
             sources.append(f"SELECT sample_id, source_dataset AS source FROM input_{k}")
         dropped = dict(
             con.sql(
-                "WITH dropped AS (SELECT DISTINCT sample_id FROM lin WHERE verdict = 'dropped'), "
+                # a mixture's unselected samples are not quality drops: the "mixture" section shows them
+                f"WITH dropped AS (SELECT DISTINCT sample_id FROM lin WHERE verdict = 'dropped' "
+                f"AND operator <> '{MIXTURE}'), "
                 f"src AS ({' UNION ALL '.join(sources)}) "
                 "SELECT source, count(DISTINCT sample_id) FROM dropped JOIN src USING (sample_id) GROUP BY 1"
             ).fetchall()

@@ -82,6 +82,11 @@ def test_the_manifest_and_qc_report_hold_the_requested_and_achieved_mixture(clie
     assert rows["zh"].requested_share == pytest.approx(0.5) and rows["zh"].achieved_share == pytest.approx(0.5)
     assert rows["en"].selected == 30 and rows["en"].available == 60
     assert all(r.operator != "mixture" for r in qc.rules), "mixture decisions are not quality rules"
+    downsampled = client.get_manifest("mixed@b").qc
+    assert downsampled is not None and downsampled.mixture is not None
+    en = next(s for s in downsampled.sources if s.source == "en")
+    assert en.dropped == 0 and en.drop_rate == 0, "unselected samples are not quality drops (the publish gate)"
+    assert next(s for s in downsampled.mixture.sources if s.source == "en").selected == 40
 
 
 def test_diff_shows_how_the_mixture_changed(client: Client) -> None:
