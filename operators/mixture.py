@@ -114,7 +114,7 @@ class MixtureParams(Params):
 
 @dataclass(frozen=True)
 class Plan:
-    """Per source: its share, its target in the unit, and the prefix/passes that meet it."""
+    """Per source: its share of the mixture and its target size in the unit."""
 
     share: dict[str, float]
     target: dict[str, float]
