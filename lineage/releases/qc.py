@@ -200,7 +200,7 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
         "exact_duplicate_rate": (rows - distinct) / rows if rows else 0.0,
         "operators": operators,
         "rule_sets": rule_sets_of(operators),
-        **({"mixture": mixture_report(run.counts["mixture"])} if run and (run.counts or {}).get("mixture") else {}),
+        "mixture": mixture_report(run.counts["mixture"]) if run and (run.counts or {}).get("mixture") else None,
     }
 
 
