@@ -41,6 +41,7 @@ from pipelines.engines import DatasetInput, PublishedRelease, SourceInput, check
 from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.sources import plan_source
 from pipelines.spec import PipelineSpec
+from storage.delta import version_dataset
 from storage.layout import check_name, run_prefix
 from storage.tier import get_tier
 
@@ -66,7 +67,7 @@ class Runner:
         check_engine(engine_name)  # an unknown engine or a missing extra fails before any work or catalog row
         run_id = str(uuid.uuid4())
         spec = self._resolve_evalsets(spec)
-        plan = execute.plan(spec, run_id, self.settings)
+        plan = execute.plan(spec, run_id, self.settings, self._members(spec))
         sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)
         published = self._resolve_published(plan.cluster) if plan.cluster else []
         if published and engine_name != "local":
@@ -129,6 +130,22 @@ class Runner:
                     recorded.append({"kind": "dataset", "dataset": inp.dataset, "version": dv.version})
                     input_rows += dv.row_count
         return sources, datasets, recorded, input_rows
+
+    def _members(self, spec: PipelineSpec) -> dict[str, list[str]]:
+        """Each catalog input's source datasets, when a mixture or a dedupe priority needs them: its
+        samples carry the names of the raw sources they came from, not the input's."""
+        if spec.mixture is None and not any(inp.priority for inp in spec.inputs):
+            return {}
+        found: dict[str, list[str]] = {}
+        for inp in spec.inputs:
+            if inp.is_raw:
+                continue
+            with self.catalog.session() as s:
+                dv = require_data(dataset_version(s, inp.dataset, inp.version))
+                table = version_dataset(get_tier(dv.tier, self.settings), dv.data_path, dv.data_delta_version)
+            names = table.to_table(columns=["source_dataset"]).column("source_dataset").unique()
+            found[inp.dataset] = sorted(names.to_pylist())
+        return found
 
     def _resolve_evalsets(self, spec: PipelineSpec) -> PipelineSpec:
         """A ``decontaminate`` step gets the pinned item tables of the eval sets it names (none: every

@@ -109,6 +109,22 @@ class GroupOperator(Operator):
 
     key: ClassVar[str]
     columns: ClassVar[tuple[str, ...]]
+    # True: ``decide`` sees every row in one call (the mixture, whose targets depend on every
+    # source's size). Engines then use one partition for this step.
+    whole_input: ClassVar[bool] = False
+    # Set: engines first map each batch of ``columns`` through :meth:`prepare` (row-local, in
+    # order, one row per row), and ``decide`` sees rows of this schema instead, e.g. sizes rather
+    # than texts, so a whole-input step holds no texts.
+    prepared_schema: pa.Schema | None = None
+
+    def prepare(self, rows: pa.RecordBatch) -> pa.RecordBatch:
+        """Row-local columns ``decide`` needs, one row per row of ``rows`` in order (see ``prepared_schema``)."""
+        raise NotImplementedError(f"{self.name} has no prepare step")
+
+    @property
+    def decided_columns(self) -> tuple[str, ...]:
+        """The columns ``decide`` receives."""
+        return tuple(self.prepared_schema.names) if self.prepared_schema is not None else self.columns
 
     @abstractmethod
     def decide(self, groups: pa.Table) -> pa.RecordBatch: ...

@@ -1,8 +1,13 @@
-"""Exact dedupe: samples with the same ``content_hash`` keep only the first by source order."""
+"""Exact dedupe: samples with the same ``content_hash`` keep only the first by source order.
+
+With ``priority`` (source_dataset -> rank, set from the pipeline inputs' ``priority``), the copy of
+the highest-ranked source survives a cross-source cluster; ties, and sources not named (rank 0),
+fall back to source order. Without it the order is the default, unchanged.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -15,7 +20,7 @@ from operators.schema import SOURCE_ORDER
 
 @dataclass(frozen=True)
 class ExactDedupeParams(Params):
-    pass
+    priority: dict[str, int] = field(default_factory=dict)  # source_dataset -> rank; higher survives
 
 
 class ExactDedupe(GroupOperator):
@@ -28,6 +33,12 @@ class ExactDedupe(GroupOperator):
     def decide(self, groups: pa.Table) -> pa.RecordBatch:
         """Sort by (hash, source order); the first row of each hash run survives. Records in input order."""
         keys = [("content_hash", "ascending")] + [(c, "ascending") for c in SOURCE_ORDER]
+        ranks = self.params.priority  # type: ignore[attr-defined]
+        if ranks:
+            names = groups.column("source_dataset").combine_chunks()
+            rank = np.array([-ranks.get(x, 0) for x in names.to_pylist()], dtype=np.int64)
+            groups = groups.append_column("_rank", pa.array(rank))
+            keys.insert(1, ("_rank", "ascending"))
         order = pc.sort_indices(groups, sort_keys=keys)
         t = groups.take(order)
         n = t.num_rows

@@ -21,15 +21,16 @@ from typing import Any
 import duckdb
 import pyarrow.dataset as pads
 
-from operators import registry
 from operators.base import ClusterOperator, Operator
 from operators.lineage_records import LINEAGE_SCHEMA
+from operators.mixture import Mixture, summarise
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.config import ExecutionConfig
 from pipelines.engines import DatasetInput, Job, JobResult, PublishedRelease, SourceInput, TableTarget, get_engine
 from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.faults import checkpoint
 from pipelines.integrity import RunError, check_output_rows, duplicate_ids
+from pipelines.mixing import Members, operators_of
 from pipelines.progress import TOTAL
 from pipelines.spec import PipelineSpec
 from storage.config import TierConfigs
@@ -64,11 +65,12 @@ class Executed:
     quarantine_count: int
 
 
-def plan(spec: PipelineSpec, run_id: str, tiers: TierConfigs) -> Plan:
+def plan(spec: PipelineSpec, run_id: str, tiers: TierConfigs, members: Members | None = None) -> Plan:
+    """``members``: a catalog input's source datasets, for its mixture weight and dedupe priority."""
     check_name(spec.output.dataset)
     tier = get_tier(spec.output.tier, tiers)
     tables = DatasetTables.for_dataset(spec.output.dataset)
-    operators = [registry.build(op.name, op.params) for op in spec.operators]
+    operators = operators_of(spec, members)
     clusters = [op for op in operators if isinstance(op, ClusterOperator)]
     if len(clusters) > 1:
         raise Invalid("a pipeline can have at most one near-duplicate (cluster) step")
@@ -122,7 +124,7 @@ def _commit_tables(plan: Plan, result: JobResult, input_rows: int) -> Executed:
     data = [describe_file(tier, tables.data, f) for f in result.data_files]
     lineage = [describe_file(tier, tables.lineage, f) for f in result.lineage_files]
     quarantine = [describe_file(tier, tables.quarantine, f) for f in result.quarantine_files]
-    counts = _counts(tier, tables, data, lineage, result)
+    counts = _counts(tier, tables, data, lineage, result, plan.operators)
     check_output_rows(counts["steps"], len(plan.operators), input_rows, counts["output_rows"])
     meta = {"lineage.run_id": plan.run_id, "lineage.dataset": plan.dataset}
     versions = {
@@ -144,7 +146,12 @@ def _commit_tables(plan: Plan, result: JobResult, input_rows: int) -> Executed:
 
 
 def _counts(
-    tier: Tier, tables: DatasetTables, data: list[DataFile], lineage: list[DataFile], result: JobResult
+    tier: Tier,
+    tables: DatasetTables,
+    data: list[DataFile],
+    lineage: list[DataFile],
+    result: JobResult,
+    operators: list[Operator],
 ) -> dict[str, Any]:
     """Per-step verdict counts from the lineage just written; refuses duplicate sample ids.
 
@@ -189,9 +196,26 @@ def _counts(
             entry["reasons"][reason] = entry["reasons"].get(reason, 0) + n
     quarantine = {k.removeprefix("quarantine."): v for k, v in result.stats.items() if k.startswith("quarantine.")}
     extra = {k: v for k, v in result.stats.items() if not k.startswith("quarantine.")}
-    return {
+    out = {
         "steps": [steps[k] for k in sorted(steps)],
         "quarantine": quarantine,
         "output_rows": sum(f.num_rows for f in data),
         **extra,
     }
+    for index, op in enumerate(operators, start=1):
+        if isinstance(op, Mixture):
+            out["mixture"] = _mixture(con, op, index)
+    return out
+
+
+def _mixture(con: duckdb.DuckDBPyConnection, op: Mixture, step: int) -> dict[str, Any]:
+    """The requested and achieved mixture from the mixture step's lineage, less later drops."""
+    records = con.sql(
+        "SELECT m.sample_id, m.detail.source.dataset AS dataset, m.detail.rules AS rules, "
+        "d.sample_id IS NULL AS survived FROM lin m LEFT JOIN "
+        "(SELECT DISTINCT sample_id FROM lin WHERE step > $step AND verdict = 'dropped') d USING (sample_id) "
+        "WHERE m.step = $step ORDER BY m.sample_id",
+        params={"step": step},
+    ).to_arrow_table()
+    survived = records.column("survived").to_numpy(zero_copy_only=False).astype(bool)
+    return summarise(op, records, survived)

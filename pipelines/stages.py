@@ -156,10 +156,28 @@ def _decided(step: Step, rows: pa.Table, records: pa.RecordBatch, run_id: str) -
 
 
 def decide_groups(step: Step, rows: pa.Table, run_id: str) -> Decided:
-    """A group step over complete key groups: ``rows`` hold the operator's columns and row keys."""
+    """A group step over complete key groups: ``rows`` hold the operator's (prepared) columns and row keys."""
     op = step.operator
     assert isinstance(op, GroupOperator)
-    return _decided(step, rows, op.decide(rows.select(list(op.columns))), run_id)
+    return _decided(step, rows, op.decide(rows.select(list(op.decided_columns))), run_id)
+
+
+def prepared_schema(step: Step) -> pa.Schema:
+    """The staged rows a group step's :func:`prepare_group` writes: its prepared columns plus the row key."""
+    op = step.operator
+    assert isinstance(op, GroupOperator) and op.prepared_schema is not None
+    return staged(op.prepared_schema)
+
+
+def prepare_group(step: Step, rows: pa.RecordBatch) -> pa.RecordBatch:
+    """A group step's prepared rows of staged ``rows`` (its ``columns`` and row key), keyed alike."""
+    op = step.operator
+    assert isinstance(op, GroupOperator) and op.prepared_schema is not None
+    out = op.prepare(rows.select(list(op.columns)))
+    _aligned(step, rows.column("sample_id"), out, "prepared rows")
+    if out.schema != op.prepared_schema:
+        raise RuntimeError(f"{op.name} (step {step.index}) prepared rows that do not match its prepared_schema")
+    return pa.RecordBatch.from_arrays([*out.columns, rows.column(ROW_KEY)], schema=prepared_schema(step))
 
 
 def sketch(step: Step, rows: pa.RecordBatch) -> pa.RecordBatch:

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lineage.cli.app import AsJson, console, every, guard, open_service, print_json
+from lineage.cli.render import print_mixture_diff
 
 
 def _when(at: datetime | None) -> str:
@@ -111,6 +112,7 @@ def diff(
         console.print(escape(f"schema: {change.field} {change.change.replace('_', ' ')}{shown}"))
     if not found.schema_changes:
         console.print("schema: unchanged")
+    print_mixture_diff(found.mixture)
 
 
 def dataset_update(

@@ -36,7 +36,8 @@ def export(
     out: Annotated[str, typer.Option("--out", help="Output folder (on --tier, else a local folder).")],
     fmt: Annotated[str, typer.Option("--format", help="jsonl, parquet, megatron or mds.")] = "jsonl",
     tokenizer: Annotated[
-        Path | None, typer.Option(help="A Hugging Face tokenizers tokenizer.json (megatron, mds).")
+        Path | None,
+        typer.Option(help="A Hugging Face tokenizers tokenizer.json (megatron, mds); default: a tokens mixture's."),
     ] = None,
     seq_len: Annotated[int | None, typer.Option("--seq-len", help="Packed sequences of N + 1 tokens (mds).")] = None,
     pack: Annotated[bool, typer.Option("--pack", help="Concatenate documents and cut sequences (mds).")] = False,

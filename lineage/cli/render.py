@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lineage.service.core import Service
-    from lineage.service.schemas import ContaminationReport, GateRecord, QcReport
+    from lineage.service.schemas import ContaminationReport, GateRecord, Mixture, MixtureDiff, QcReport
 
 
 def print_counts(counts: dict[str, Any]) -> None:
@@ -40,6 +40,62 @@ def print_counts(counts: dict[str, Any]) -> None:
     console.print(f"quarantined records: {total:,}" + (f" ({detail})" if detail else ""))
     if counts.get("blank_lines"):
         console.print(f"blank lines skipped: {counts['blank_lines']:,}")
+
+
+def print_mixture(mixture: Mixture | None) -> None:
+    """The release's mixture: per source, the share asked for and the one achieved, and how it was served."""
+    if mixture is None:
+        console.print("mixture: none (each sample is served once)")
+        return
+    unit = mixture.unit
+    total = "everything at these shares" if mixture.total is None else f"{mixture.total:,.0f}"
+    table = Table(title=f"Mixture by {unit} (total {total}, seed {mixture.seed})")
+    for col in ("source", "weight", "requested", "target", "available", "selected", "served", "achieved", "epochs"):
+        table.add_column(col, justify="left" if col == "source" else "right")
+    for name, src in sorted(mixture.sources.items()):
+        req, got = src.requested, src.achieved
+        table.add_row(
+            escape(name),
+            f"{req.weight:g}",
+            f"{100 * req.share:.2f}%",
+            f"{req.target:,.0f}",
+            f"{got.available[unit]:,.0f}",
+            f"{got.selected[unit]:,.0f}",
+            f"{got.served[unit]:,.0f}",
+            f"{100 * got.share[unit]:.2f}%",
+            f"{got.epochs:.3f}",
+        )
+    console.print(table)
+
+
+def print_mixture_diff(diff: MixtureDiff | None) -> None:
+    """How the mixture changed between two versions (``lineage diff``)."""
+    if diff is None:
+        return
+    console.print(
+        f"mixture: by {diff.base_unit or 'none'} (seed {diff.base_seed}) → by {diff.target_unit or 'none'} "
+        f"(seed {diff.target_seed})"
+    )
+    table = Table(title="Mixture per source (achieved share, served, epochs)")
+    for col in ("source", "weight", "share", "served", "epochs"):
+        table.add_column(col, justify="left" if col == "source" else "right")
+
+    def pair(a: float | None, b: float | None, fmt: str) -> str:
+        return f"{'-' if a is None else fmt.format(a)} → {'-' if b is None else fmt.format(b)}"
+
+    for s in diff.sources:
+        table.add_row(
+            escape(s.source),
+            pair(s.base_weight, s.target_weight, "{:g}"),
+            pair(
+                None if s.base_share is None else 100 * s.base_share,
+                None if s.target_share is None else 100 * s.target_share,
+                "{:.2f}%",
+            ),
+            pair(s.base_served, s.target_served, "{:,.0f}"),
+            pair(s.base_epochs, s.target_epochs, "{:.3f}"),
+        )
+    console.print(table)
 
 
 def print_qc(qc: QcReport | None, gate: GateRecord | None) -> None:
@@ -101,8 +157,12 @@ def print_sample_lineage(found: Any) -> None:
                     f" duplicate of {dup['kept_id']} [{dup['method']}, cluster {(dup['cluster_id'] or '')[:12]}, "
                     f"size {dup['cluster_size']}, jaccard {dup['jaccard']:.3f}]"
                 )
+            if rec.operator == "mixture":
+                line += " " + mixture_decision((rec.detail or {}).get("rules") or [])
             console.print(escape(line))
             for rule in (rec.detail or {}).get("rules") or []:
+                if rule["rule_set"] == "mixture":
+                    continue
                 if not rule["passed"]:
                     console.print(
                         escape(
@@ -110,6 +170,15 @@ def print_sample_lineage(found: Any) -> None:
                             f"{rule['comparison']} {rule['threshold']:.4g} failed"
                         )
                     )
+
+
+def mixture_decision(rules: list[dict[str, Any]]) -> str:
+    """A mixture record's decision in words: the source weight, selected or not, and the copies served."""
+    by = {r["rule"]: r for r in rules}
+    weight = by.get("weight", {}).get("value")
+    copies = int(by.get("repeats", {}).get("value") or 0)
+    served = f"served {copies}× (repeat index 0–{copies - 1})" if copies > 1 else "served once (repeat index 0)"
+    return f"[weight {weight:g}, {'selected, ' + served if copies else 'not selected'}]"
 
 
 def write_report(service: Service, ref: str, out: Path) -> None:
@@ -182,6 +251,7 @@ def show_release(service: Service, ref: str) -> None:
     used = reads.items[0].opened_at if reads.items else None  # reads come newest first
     console.print(f"last used: {used:%Y-%m-%d %H:%M}" if used else "last used: never")
     print_counts(manifest.quality.model_dump())
+    print_mixture(manifest.mixture)
     print_qc(manifest.qc, release.gate)
     print_contamination(manifest.contamination, release.contamination_checks)
 

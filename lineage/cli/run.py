@@ -11,7 +11,7 @@ import typer
 
 from lineage.cli.app import console, guard, open_service
 from lineage.cli.progress import run_progress
-from lineage.cli.render import print_counts
+from lineage.cli.render import print_counts, print_mixture
 
 if TYPE_CHECKING:
     from lineage.service.core import Service
@@ -24,6 +24,10 @@ def _run(start: Callable[[Service, ProgressFn], RunResult]) -> None:
     with open_service() as service, run_progress(console) as progress:
         result = guard(lambda: start(service, progress))
     print_counts(result.run.counts)
+    if result.run.counts.get("mixture"):
+        from lineage.service.schemas import Mixture  # start-up: only when a run has a mixture to print
+
+        print_mixture(Mixture.model_validate(result.run.counts["mixture"]))
     console.print(
         f"[green]committed[/] {result.dataset} v{result.version}: {result.row_count:,} samples (run {result.run.id})"
     )

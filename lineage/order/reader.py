@@ -52,12 +52,22 @@ class WindowSlice:
 
 
 class EpochOrder:
-    def __init__(self, blocks: list[Block], *, seed: int, epoch: int, shuffle: bool, window_blocks: int) -> None:
+    def __init__(
+        self,
+        blocks: list[Block],
+        *,
+        seed: int,
+        epoch: int,
+        shuffle: bool,
+        window_blocks: int,
+        stream: tuple[int, ...] = (),
+    ) -> None:
+        """``stream``: more seed words, for independent orders of one epoch (a mixture's passes)."""
         if window_blocks < 1:
             raise Invalid("window_blocks must be at least 1")
-        self.seed, self.epoch, self.shuffle = seed, epoch, shuffle
+        self.seed, self.epoch, self.shuffle, self.stream = seed, epoch, shuffle, stream
         order = (
-            np.random.Generator(np.random.PCG64([seed, epoch, 0])).permutation(len(blocks))
+            np.random.Generator(np.random.PCG64([seed, epoch, 0, *stream])).permutation(len(blocks))
             if shuffle
             else np.arange(len(blocks))
         )
@@ -75,7 +85,11 @@ class EpochOrder:
         size = self.window_size(window)
         if not self.shuffle:
             return np.arange(size, dtype=np.int64)
-        return np.random.Generator(np.random.PCG64([self.seed, self.epoch, window + 1])).permutation(size)
+        return np.random.Generator(np.random.PCG64([self.seed, self.epoch, window + 1, *self.stream])).permutation(size)
+
+    def pass_of(self, window: int) -> int:
+        """Which repeat pass ``window`` serves: always 0 without a mixture's repeats."""
+        return 0
 
     def slices(self, lo: int, hi: int) -> Iterator[WindowSlice]:
         """The samples at global positions ``[lo, hi)``, window by window, in order."""
@@ -94,6 +108,45 @@ class EpochOrder:
         """The rows of ``piece``'s window that it serves, in order. Drawing a window's permutation
         takes about a millisecond, so readers draw them as they go, not all up front."""
         return self.window_permutation(piece.window)[piece.start : piece.stop]
+
+
+class PassOrder(EpochOrder):
+    """An epoch of a release whose samples are served several times (a mixture's repeats).
+
+    Pass ``p`` serves the samples with more than ``p`` repeats, in an order of its own over the same
+    blocks (each block counted by those samples only): whole passes first, then the hash-chosen
+    remainder. Pass 0 is the plain order (every sample is served at least once), so a release
+    without repeats has one pass and the order of :class:`EpochOrder`.
+    """
+
+    def __init__(
+        self, blocks: list[Block], served: list[list[int]], *, seed: int, epoch: int, shuffle: bool, window_blocks: int
+    ) -> None:
+        """``served[p][i]``: rows of ``blocks[i]`` served in pass ``p``."""
+        self.passes = [
+            EpochOrder(
+                [replace(b, rows=rows[i]) for i, b in enumerate(blocks)],
+                seed=seed,
+                epoch=epoch,
+                shuffle=shuffle,
+                window_blocks=window_blocks,
+                stream=(p,) if p else (),
+            )
+            for p, rows in enumerate(served)
+        ]
+        self.seed, self.epoch, self.shuffle, self.stream = seed, epoch, shuffle, ()
+        self.windows = [w for order in self.passes for w in order.windows]
+        self._where = [(p, w) for p, order in enumerate(self.passes) for w in range(len(order.windows))]
+        sizes = np.array([sum(b.rows for b in w) for w in self.windows], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.total = int(self.starts[-1])
+
+    def window_permutation(self, window: int) -> np.ndarray:
+        p, w = self._where[window]
+        return self.passes[p].window_permutation(w)
+
+    def pass_of(self, window: int) -> int:
+        return self._where[window][0]
 
 
 @dataclass(frozen=True)

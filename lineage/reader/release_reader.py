@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
@@ -20,9 +21,10 @@ import xxhash
 from lineage.errors import Invalid, Unauthorized
 from lineage.reader.files import Location, ReleaseFiles, ordered_locations
 from lineage.reader.gather import Window, as_views, plain_schema
-from lineage.reader.order import Block, EpochOrder, Remainder, Shard
+from lineage.reader.order import Block, EpochOrder, PassOrder, Remainder, Shard
 from lineage.reader.shared_windows import SharedWindows
 from lineage.settings import Settings, get_settings
+from operators.mixture import served_repeats, serving_rules
 from storage.verified import ChecksumMismatch
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
+REPEAT_COLUMN = "repeat"  # a mixture release's served copies: which repeat of its sample each is (0, 1, ...)
 MAX_DECODE_THREADS = 8
 REMOTE_DECODERS_PER_CORE = 2
 OPEN_FILES_PER_THREAD = 8
@@ -195,9 +198,13 @@ class ReleaseReader:
                 for i in range(len(manifest["files"]))
                 for g, rows in enumerate(self.files.row_groups(i))
             ]
+            self._block_index = {(b.file, b.row_group): k for k, b in enumerate(self.blocks)}
             total = sum(b.rows for b in self.blocks)
             if total != manifest["row_count"]:
                 raise OSError(f"release {ref}: files hold {total} rows, manifest says {manifest['row_count']}")
+            self.repeats = self._repeats()
+            if self.repeats is not None:
+                total = sum(int(r.sum()) for r in self.repeats)
             self.shard = Shard(total, world_size, rank, remainder, worker, num_workers)
         self.consumed = 0
         local = node_world_size(local_world_size)
@@ -213,6 +220,50 @@ class ReleaseReader:
         self._start_threads()
         node = rank // local
         self._node_ranks = range(node * local, min((node + 1) * local, world_size))
+
+    # -- a mixture's repeats --------------------------------------------------------------------
+    def _repeats(self) -> list[np.ndarray] | None:
+        """Per block, how many times each of its rows is served (a mixture's rule), or None: once each.
+
+        Read once at open from the blocks' ``sample_id`` and ``source_dataset`` columns."""
+        rules = serving_rules(self.manifest.get("mixture"))
+        if rules is None:
+            return None
+        out: list[np.ndarray] = []
+        for file in range(len(self.manifest["files"])):
+            with self.files.open(file) as handle:
+                for group in range(handle.num_row_groups):
+                    ids = handle.read_row_group(group, columns=["sample_id", "source_dataset"])
+                    copies = served_repeats(rules, ids.column(0).to_pylist(), ids.column(1).to_pylist())
+                    out.append(copies.astype(np.int32))
+        return out
+
+    def _served_rows(self, blocks: tuple[Block, ...], repeat: int) -> np.ndarray:
+        """Rows of a window (its blocks in (file, row group) order) served in pass ``repeat``."""
+        assert self.repeats is not None
+        rows, offset = [], 0
+        for block in sorted(blocks, key=lambda b: (b.file, b.row_group)):
+            copies = self.repeats[self._block_index[(block.file, block.row_group)]]
+            rows.append(np.flatnonzero(copies > repeat) + offset)
+            offset += len(copies)
+        return np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+
+    def order(self) -> EpochOrder:
+        """This epoch's order over every served copy (see :class:`~lineage.order.reader.PassOrder`)."""
+        if self.repeats is None:
+            return EpochOrder(
+                self.blocks, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window_blocks=self.window_blocks
+            )
+        passes = int(max((int(r.max()) for r in self.repeats if len(r)), default=1))
+        served = [[int((r > p).sum()) for r in self.repeats] for p in range(passes)]
+        return PassOrder(
+            self.blocks,
+            served,
+            seed=self.seed,
+            epoch=self.epoch,
+            shuffle=self.shuffle,
+            window_blocks=self.window_blocks,
+        )
 
     # -- iteration ----------------------------------------------------------------------------
     def _start_threads(self) -> None:
@@ -288,9 +339,18 @@ class ReleaseReader:
 
         def read(k: int) -> Window:
             piece = pieces[k]
+            repeat = order.pass_of(piece.window) if self.repeats is not None else None
+            rows = order.rows(piece) if repeat is None else self._served_rows(piece.blocks, repeat)[order.rows(piece)]
+
+            def decode() -> pa.Table:
+                table = self._read_window(piece.blocks)
+                if repeat is None:
+                    return table
+                return table.append_column(REPEAT_COLUMN, pa.repeat(pa.scalar(repeat, pa.int32()), table.num_rows))
+
             if shared is None or sharers[k] < 2:
-                return Window(self._read_window(piece.blocks), order.rows(piece))
-            return Window(shared.get(piece.window, lambda: self._read_window(piece.blocks)), order.rows(piece))
+                return Window(decode(), rows)
+            return Window(shared.get(piece.window, decode), rows)
 
         for k, window in enumerate(self._decoded(read, len(pieces))):
             yield window
@@ -327,9 +387,7 @@ class ReleaseReader:
         """Batches of exactly ``batch_size`` rows (the last may be shorter), gathered from each
         window in its shuffled order (see :mod:`lineage.reader.gather`); only a batch that spans
         two windows is stitched from two gathers."""
-        order = EpochOrder(
-            self.blocks, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window_blocks=self.window_blocks
-        )
+        order = self.order()
         size = self.batch_size
         carry: list[pa.RecordBatch] = []  # rows of a batch that spans windows
         carried = 0

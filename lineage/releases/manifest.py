@@ -14,6 +14,7 @@ import xxhash
 from lineage.catalog import DatasetVersion, Run
 from lineage.errors import ReleaseError
 from lineage.settings import Settings
+from operators.mixture import serving_rules
 from storage.checksum import file_digest
 from storage.delta import version_files
 from storage.tier import get_tier
@@ -64,14 +65,17 @@ def build_manifest(
         "files": files,
         "quality": {"steps": counts.get("steps", []), "quarantine": counts.get("quarantine", {})},
         "run_id": dv.run_id,
+        **({"mixture": counts["mixture"]} if counts.get("mixture") else {}),
     }
 
 
 def content_digest(manifest: dict[str, Any]) -> str:
     """Identity of a release's *content*: file checksums, row count and schema, not paths."""
-    body = {
+    body: dict[str, Any] = {
         "files": sorted((f["xxh3_128"], f["size"], f["rows"]) for f in manifest["files"]),
         "row_count": manifest["row_count"],
         "schema": manifest["schema"],
     }
+    if manifest.get("mixture"):  # what is served: the same files repeated differently train differently
+        body["repeats"] = serving_rules(manifest["mixture"])
     return xxhash.xxh3_128_hexdigest(json.dumps(body, sort_keys=True).encode())

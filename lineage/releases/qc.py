@@ -24,6 +24,7 @@ from lineage.catalog.queries import dataset_version
 from lineage.errors import GateFailed, Invalid, validation_problems
 from lineage.settings import Settings
 from operators import registry
+from operators.mixture import NAME as MIXTURE
 from storage import names
 from storage.delta import version_dataset
 from storage.tier import get_tier
@@ -81,7 +82,10 @@ importable): ``GateFailed.of(failures)`` names each failed condition with its me
 def _rule_table(lineage: Any) -> list[dict[str, Any]]:
     from operators.quality.report import rule_counts  # start-up: numba kernels
 
-    parts = [rule_counts(b) for b in lineage.to_batches(columns=["operator", "verdict", "reason", "detail"])]
+    # the mixture's decisions are not quality rules: the report's "mixture" section shows them
+    columns = ["operator", "verdict", "reason", "detail"]
+    batches = lineage.to_batches(columns=columns, filter=pc.field("operator") != MIXTURE)
+    parts = [rule_counts(b) for b in batches]
     parts = [p for p in parts if p.num_rows]
     if not parts:
         return []
@@ -172,7 +176,9 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
             sources.append(f"SELECT sample_id, source_dataset AS source FROM input_{k}")
         dropped = dict(
             con.sql(
-                "WITH dropped AS (SELECT DISTINCT sample_id FROM lin WHERE verdict = 'dropped'), "
+                # a mixture's unselected samples are not quality drops: the "mixture" section shows them
+                f"WITH dropped AS (SELECT DISTINCT sample_id FROM lin WHERE verdict = 'dropped' "
+                f"AND operator <> '{MIXTURE}'), "
                 f"src AS ({' UNION ALL '.join(sources)}) "
                 "SELECT source, count(DISTINCT sample_id) FROM dropped JOIN src USING (sample_id) GROUP BY 1"
             ).fetchall()
@@ -195,7 +201,31 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
         "exact_duplicate_rate": (rows - distinct) / rows if rows else 0.0,
         "operators": operators,
         "rule_sets": rule_sets_of(operators),
+        "mixture": mixture_report(run.counts["mixture"]) if run and (run.counts or {}).get("mixture") else None,
     }
+
+
+def mixture_report(mixture: dict[str, Any]) -> dict[str, Any]:
+    """The requested and achieved mixture per source, in the mixture's unit and in every other one."""
+    unit = mixture["unit"]
+    rows = []
+    for name, src in sorted(mixture["sources"].items()):
+        req, got = src["requested"], src["achieved"]
+        rows.append(
+            {
+                "source": name,
+                "weight": req["weight"],
+                "requested_share": req["share"],
+                "target": req["target"],
+                "available": got["available"][unit],
+                "selected": got["selected"][unit],
+                "served": got["served"][unit],
+                "achieved_share": got["share"][unit],
+                "epochs": got["epochs"],
+                "shares": got["share"],
+            }
+        )
+    return {"unit": unit, "total": mixture["total"], "seed": mixture["seed"], "sources": rows}
 
 
 def successor_report(

@@ -4,9 +4,10 @@
 // Every chart is a horizontal bar chart: one row per bar, its label left of it on its own line, so axis
 // labels cannot overlap whatever their number or length (a long label is cut with "…", the full text in
 // a tooltip); a bar of a non-zero value is at least MIN_BAR pixels wide, so small counts stay visible.
-// data: {ref, report, gate?, contamination?, steps?, quarantine?, manifest?: {content_digest, dataset,
-// dataset_version, delta_version, table}, operators?: [{name, params}] (the run's: each rule's threshold),
-// previous?: {ref, diff} (the comparison with the previous release of the same name)}
+// data: {ref, report (its mixture too, when the release has one), gate?, contamination?, steps?, quarantine?,
+// manifest?: {content_digest, dataset, dataset_version, delta_version, table}, operators?: [{name, params}]
+// (the run's: each rule's threshold), previous?: {ref, diff} (the comparison with the previous release of
+// the same name)}
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 export const MIN_BAR = 3;
@@ -101,6 +102,14 @@ export function renderQc(root, data) {
     r.rules.map((x) => [x.operator, x.rule, threshold(data.operators, x), num(x.dropped), num(x.modified), num(x.failed)]), "qc-rules"));
   parts.push(h2("Sources"), table(["source", "kept", "dropped", "drop rate"],
     r.sources.map((s) => [s.source, num(s.kept), num(s.dropped), pct(s.drop_rate, 2)]), "qc-sources"));
+  const mix = r.mixture;
+  if (mix) {  // requested against achieved per source, in the mixture's unit
+    const total = mix.total === null || mix.total === undefined ? "everything at these shares" : num(Math.round(mix.total));
+    parts.push(h2("Mixture"), el(null, "p", { class: "qc-mixture-head" }, `by ${mix.unit}, seed ${mix.seed}, total ${total}`),
+      table(["source", "weight", "requested share", "target", "available", "selected", "served", "achieved share", "epochs"],
+        mix.sources.map((s) => [s.source, s.weight, pct(s.requested_share, 2), num(Math.round(s.target)), num(Math.round(s.available)),
+          num(Math.round(s.selected)), num(Math.round(s.served)), pct(s.achieved_share, 2), s.epochs.toFixed(3)]), "qc-mixture"));
+  }
   const gate = data.gate;
   if (gate) {
     const rows = (gate.results || []).map((g) => [g.condition, g.measured, g.limit, g.passed ? "pass" : "FAIL"]);

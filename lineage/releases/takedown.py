@@ -151,6 +151,10 @@ def remove_samples(
             "quarantine": {},
             "output_rows": old_rows - removed,
         }
+        # a mixture's repeat rules hold for any subset of its samples: the successor is served the same way
+        mixture = ((s.get(Run, base.run_id) or run).counts or {}).get("mixture")
+        if mixture:
+            run.counts = {**run.counts, "mixture": mixture}
     log.info("takedown %d: %s v%d -> v%d without %d samples", request_id, dataset, version, number, removed)
     return Removed(dataset, number, removed, len(rewritten), len(kept))
 

@@ -3,7 +3,10 @@
 Protocol.
 
 * **Order.** Documents are the release's samples ordered by ``xxh3_64(seed, sample_id)`` (ties by
-  id), so the order depends on the release's content and the seed, never on its file layout.
+  id), so the order depends on the release's content and the seed, never on its file layout. A
+  release with a mixture serves each sample its ``repeats`` (:func:`served_order`): pass 0 holds every
+  sample, pass ``p`` those with more than ``p`` copies, each pass in its own such order; the
+  manifest's ``repeat_passes`` says where each pass starts, so a document's pass is its repeat index.
 * **Sequences.** Every document is its tokens followed by the EOD id. Megatron and unpacked MDS write
   one sequence per document; packed MDS (``pack``) concatenates the documents and cuts the stream into
   sequences of ``seq_len + 1`` tokens (the last one may be shorter: nothing is dropped).
@@ -44,6 +47,7 @@ from lineage.releases import training_formats as F
 from lineage.releases.tokenize_jobs import TokenizeTask, encoded_batches
 from lineage.releases.tokenize_jobs import check as check_engine
 from lineage.settings import Settings
+from operators.mixture import served_repeats, serving_rules
 from pipelines.faults import checkpoint
 from storage.delta import version_dataset
 from storage.tier import Tier, get_tier, local_tier
@@ -227,6 +231,8 @@ def export_tokenized(
         data_tier = get_tier(dv.tier, settings)
         dataset = version_dataset(data_tier, dv.data_path, dv.data_delta_version)
         name, tag, content_digest, release_id = release.name, release.tag, release.content_digest, release.id
+        mixture = (release.manifest or {}).get("mixture")
+    _check_mixture_tokenizer(mixture, tokenizer)
     folder = f"{name}-{tag}.{options.format}"
     if tier_name is None:
         tier, prefix = local_tier(Path(out).resolve(), name="export"), folder
@@ -260,7 +266,7 @@ def export_tokenized(
     shards = writer.resume(export_id)
     resumed = len(shards)
     table = dataset.to_table(columns=["sample_id", "text", "source_dataset"])
-    order = document_order(table.column("sample_id"), options.seed)
+    order, pass_starts = served_order(table, options.seed, mixture)
     start = shards[-1].end if shards else (0, 0)
     progress(start[0])
     sequences = _sequences(table, order, tokenizer, options, start, progress, engine, settings)
@@ -280,6 +286,7 @@ def export_tokenized(
             "eod_token": tokenizer.eod_token,
         },
         "samples": len(order),
+        **({"repeat_passes": pass_starts} if mixture else {}),
         "sequences": sum(r.sequences for r in shards),
         "tokens": sum(r.tokens for r in shards),
         "tokens_by_source": _sum_sources(shards),
@@ -294,12 +301,55 @@ def export_tokenized(
     return TokenizedExport(tier_name, where, manifest, release_id, resumed, writer.lineage_seconds)
 
 
-def document_order(sample_ids: pa.ChunkedArray, seed: int) -> np.ndarray:
-    """Row positions in export order: by xxh3-64 of (seed, sample id), then by id."""
+def _check_mixture_tokenizer(mixture: dict[str, Any] | None, tokenizer: Tokenizer) -> None:
+    """A release mixed by tokens names its tokenizer (path and digest): the export shares it. The same
+    path with other bytes is refused; another tokenizer is allowed, with a warning."""
+    pinned = (mixture or {}).get("tokenizer")
+    if not pinned or pinned["digest"] == tokenizer.digest:
+        return
+    if Path(pinned["path"]).resolve() == Path(tokenizer.path).resolve():
+        raise Invalid(
+            f"tokenizer {tokenizer.path} has digest xxh3-128:{tokenizer.digest}, but the release was mixed by tokens "
+            f"with xxh3-128:{pinned['digest']} from that path: the file changed"
+        )
+    log.warning(
+        "the release was mixed by the tokens of %s (xxh3-128:%s); this export uses %s (xxh3-128:%s)",
+        pinned["path"],
+        pinned["digest"],
+        tokenizer.path,
+        tokenizer.digest,
+    )
+
+
+def document_order(sample_ids: pa.ChunkedArray | pa.Array, seed: int, stream: int = 0) -> np.ndarray:
+    """Row positions in export order: by xxh3-64 of (seed, sample id), then by id.
+
+    ``stream`` > 0 gives another order of the same ids (a mixture's later passes)."""
     ids = sample_ids.to_pylist()
-    salt = f"{seed}\x00".encode()
+    salt = (f"{seed}\x00" if not stream else f"{seed}\x00{stream}\x00").encode()
     keys = np.fromiter((xxhash.xxh3_64_intdigest(salt + i.encode()) for i in ids), dtype=np.uint64, count=len(ids))
     return np.lexsort((np.array(ids, dtype=object), keys))
+
+
+def served_order(table: pa.Table, seed: int, mixture: dict[str, Any] | None) -> tuple[np.ndarray, list[int]]:
+    """(row positions in export order, the position where each repeat pass starts).
+
+    Without a mixture every sample is one document (one pass). With one, a sample of ``repeats``
+    copies is a document in each of passes 0 … repeats − 1: whole passes first, then the remainder
+    (the rule's hash-chosen samples); each pass is in its own :func:`document_order`, so a copy's
+    repeat index is the pass its position falls in."""
+    rules = serving_rules(mixture)
+    ids = table.column("sample_id")
+    if rules is None:
+        return document_order(ids, seed), [0]
+    copies = served_repeats(rules, ids.to_pylist(), table.column("source_dataset").to_pylist())
+    parts, starts, at = [], [], 0
+    for p in range(int(copies.max()) if len(copies) else 1):
+        subset = np.flatnonzero(copies > p)
+        parts.append(subset[document_order(ids.take(pa.array(subset)), seed, p)])
+        starts.append(at)
+        at += len(subset)
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64), starts
 
 
 def _sequences(

@@ -243,6 +243,7 @@ class Service:
             t, tref = self._resolve(s, target)
             bkey, tkey = (b.tier, b.data_path, b.data_delta_version), (t.tier, t.data_path, t.data_delta_version)
             bschema, tschema = b.schema, t.schema
+            mixtures = [_mixture_of(s.get(Run, dv.run_id)) for dv in (b, t)]
         rows = self.duck.rows(
             """
             WITH b AS (SELECT sample_id, source_dataset, content_hash FROM base_ds),
@@ -267,6 +268,7 @@ class Service:
             changed=sum(r.changed for r in sources),
             sources=sources,
             schema_changes=schema_changes(bschema, tschema),
+            mixture=mixture_diff(*mixtures),
         )
 
     # -- runs ---------------------------------------------------------------------------------
@@ -671,6 +673,10 @@ class Service:
         self._serve(ref, "lineage export", override_reason, actor)
 
         training = None
+        if tokenizer is None and fmt in TRAINING_FORMATS:  # a tokens mixture's tokenizer is the default
+            mixture = self.get_manifest(ref).mixture
+            if mixture is not None and mixture.tokenizer is not None:
+                tokenizer = mixture.tokenizer["path"]
         if tokenizer is not None or fmt in TRAINING_FORMATS:
             if tokenizer is None:
                 raise BadRequest(f"--format {fmt} needs --tokenizer PATH (a tokenizers tokenizer.json)")
@@ -1146,6 +1152,38 @@ def _piece(r: dict[str, Any]) -> S.SequencePiece:
 
 def _pin_out(pin: ReleasePin, ref: str) -> S.PinOut:
     return S.PinOut.model_validate({**_columns(pin), "release": ref, "active": placement.is_live(pin)})
+
+
+def _mixture_of(run: Run | None) -> dict[str, Any] | None:
+    """The mixture a version's run recorded (a takedown's successor carries its predecessor's)."""
+    return (run.counts or {}).get("mixture") if run is not None else None
+
+
+def mixture_diff(base: dict[str, Any] | None, target: dict[str, Any] | None) -> S.MixtureDiff | None:
+    """Per source, the weight, achieved share, served size and epochs in each version (its own unit)."""
+    if base is None and target is None:
+        return None
+    sides = [(m or {}).get("sources", {}) for m in (base, target)]
+    rows = []
+    for name in sorted(set(sides[0]) | set(sides[1])):
+        values: dict[str, Any] = {"source": name}
+        for label, mixture, sources in (("base", base, sides[0]), ("target", target, sides[1])):
+            src = sources.get(name)
+            if src is None or mixture is None:
+                continue
+            unit = mixture["unit"]
+            values[f"{label}_weight"] = src["requested"]["weight"]
+            values[f"{label}_share"] = src["achieved"]["share"][unit]
+            values[f"{label}_served"] = src["achieved"]["served"][unit]
+            values[f"{label}_epochs"] = src["achieved"]["epochs"]
+        rows.append(S.MixtureSourceDiff(**values))
+    return S.MixtureDiff(
+        base_unit=base["unit"] if base else None,
+        target_unit=target["unit"] if target else None,
+        base_seed=base["seed"] if base else None,
+        target_seed=target["seed"] if target else None,
+        sources=rows,
+    )
 
 
 def schema_changes(before: dict[str, Any], after: dict[str, Any]) -> list[S.SchemaChange]:

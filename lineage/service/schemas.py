@@ -327,6 +327,78 @@ class SourceDrops(BaseModel):
     drop_rate: float
 
 
+class MixtureRequested(BaseModel):
+    """What the pipeline asked of a source: its weight, share of the mixture, target (in the unit), caps."""
+
+    weight: float
+    share: float
+    target: float
+    max_share: float | None = None
+    max_epochs: float | None = None
+
+
+class MixtureAchieved(BaseModel):
+    """What the run achieved for a source, in every unit (samples, bytes, words, tokens when configured):
+    available (after the operators, or before them with apply = "before"), selected (stored once each),
+    served (× repeats), the share of everything served, and epochs (served / available in the unit)."""
+
+    available: dict[str, float]
+    selected: dict[str, float]
+    served: dict[str, float]
+    share: dict[str, float]
+    epochs: float
+
+
+class RepeatRuleOut(BaseModel):
+    """A source's repeat rule: ``passes`` copies, one more for samples at or before (cut_key, cut_id)
+    in the order by xxh3-64(seed, sample_id) (its top 53 bits)."""
+
+    passes: int
+    cut_key: int | None = None
+    cut_id: str | None = None
+
+
+class MixtureSource(BaseModel):
+    members: list[str] = Field(description="The source datasets (a sample's source_dataset) of this input.")
+    requested: MixtureRequested
+    achieved: MixtureAchieved
+    rule: RepeatRuleOut
+
+
+class Mixture(BaseModel):
+    """A release's mixture: the unit, the total asked for (None: everything at these shares), the seed,
+    the tokenizer of the tokens unit, and per input source what was requested and achieved."""
+
+    unit: str
+    total: float | None = None
+    seed: int
+    tokenizer: dict[str, str] | None = None
+    sources: dict[str, MixtureSource]
+    served: dict[str, float]
+
+
+class QcMixtureSource(BaseModel):
+    source: str
+    weight: float
+    requested_share: float
+    target: float
+    available: float
+    selected: float
+    served: float
+    achieved_share: float
+    epochs: float
+    shares: dict[str, float] = Field(description="The achieved share in every unit.")
+
+
+class QcMixture(BaseModel):
+    """The QC report's mixture: requested against achieved per source, in the mixture's unit."""
+
+    unit: str
+    total: float | None = None
+    seed: int
+    sources: list[QcMixtureSource]
+
+
 class QcReport(BaseModel):
     """The QC report computed at publish time (what the publish gate measures)."""
 
@@ -341,6 +413,7 @@ class QcReport(BaseModel):
     exact_duplicate_rate: float
     operators: list[str]
     rule_sets: list[str]
+    mixture: QcMixture | None = Field(default=None, description="None for a release without a mixture.")
 
 
 class EvalSetContamination(BaseModel):
@@ -388,10 +461,14 @@ class Manifest(BaseModel):
     contamination: ContaminationReport | None = Field(
         default=None, description="The release checked against eval sets at publish (None before issue #19)."
     )
+    mixture: Mixture | None = Field(default=None, description="None for a release without a mixture (issue #20).")
 
     def as_dict(self) -> dict[str, Any]:
         """The manifest as stored (JSON keys), e.g. for :func:`lineage.releases.content_digest`."""
-        return self.model_dump(mode="json", by_alias=True)
+        out = self.model_dump(mode="json", by_alias=True)
+        if out.get("mixture") is None:  # stored only with a mixture
+            out.pop("mixture", None)
+        return out
 
 
 class ReleaseResult(BaseModel):
@@ -421,8 +498,32 @@ class VersionRef(BaseModel):
     release: str | None = None
 
 
+class MixtureSourceDiff(BaseModel):
+    """One mixture source in two versions (None where it is not a source), each in its own unit."""
+
+    source: str
+    base_weight: float | None = None
+    target_weight: float | None = None
+    base_share: float | None = Field(default=None, description="Achieved share of what base serves.")
+    target_share: float | None = None
+    base_served: float | None = None
+    target_served: float | None = None
+    base_epochs: float | None = None
+    target_epochs: float | None = None
+
+
+class MixtureDiff(BaseModel):
+    """How the mixture changed: units (None: that version has no mixture), seeds and per source."""
+
+    base_unit: str | None = None
+    target_unit: str | None = None
+    base_seed: int | None = None
+    target_seed: int | None = None
+    sources: list[MixtureSourceDiff]
+
+
 class Diff(BaseModel):
-    """What changed from ``base`` to ``target``: samples per source, and the schema."""
+    """What changed from ``base`` to ``target``: samples per source, the schema, and the mixture."""
 
     base: VersionRef
     target: VersionRef
@@ -431,6 +532,7 @@ class Diff(BaseModel):
     changed: int
     sources: list[SourceDiff]
     schema_changes: list[SchemaChange]
+    mixture: MixtureDiff | None = Field(default=None, description="None when neither version has a mixture.")
 
 
 class Quality(BaseModel):

@@ -45,12 +45,13 @@ from pipelines.engines.tasks import (
     Group,
     Ingest,
     Maps,
+    Prepare,
     SourceItem,
     WriteSorted,
 )
 from pipelines.faults import checkpoint
 from pipelines.integrity import check_unique_ids
-from pipelines.stages import ROW_KEY_FIELD, STAGED_SCHEMA, Step, segments, staged
+from pipelines.stages import ROW_KEY_FIELD, STAGED_SCHEMA, Step, prepared_schema, segments, staged
 from storage.delta import version_files
 from storage.errors import Invalid
 from storage.tier import Tier
@@ -185,8 +186,14 @@ class DistributedEngine(Engine):
             else:
                 assert isinstance(op, GroupOperator)
                 key_schema = pa.schema([*(SAMPLE_SCHEMA.field(c) for c in op.columns), ROW_KEY_FIELD])
+                group_files = sample_files
+                if op.prepared_schema is not None:  # e.g. sizes instead of texts, made in parallel
+                    out = TableTarget(tier, f"{staging}/prepared-{number}", "parts")
+                    made = self.run_map(tier, sample_files, key_schema, Prepare(s, seg.group, out))
+                    group_files, key_schema = Collected.of(made).paths(out), prepared_schema(seg.group)
                 group = Group(job.run_id, s, seg.group, lineage, dropped)
-                decided = Collected.of(self.run_groups(tier, sample_files, key_schema, op.key, parts, group))
+                whole = 1 if op.whole_input else parts
+                decided = Collected.of(self.run_groups(tier, group_files, key_schema, op.key, whole, group))
             lineage_files += decided.paths(lineage)
             lineage_rows += decided.rows[lineage.table_path]
             job.progress(f"step{seg.group.index}.{op.name}", rows)

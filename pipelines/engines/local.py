@@ -15,7 +15,7 @@ import logging
 import math
 import shutil
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -41,6 +41,8 @@ from pipelines.stages import (
     Step,
     decide_clusters,
     decide_groups,
+    prepare_group,
+    prepared_schema,
     run_maps,
     run_source,
     segments,
@@ -209,9 +211,21 @@ class LocalEngine(Engine):
         if not samples:
             return []
         columns = [*op.columns, ROW_KEY]
+        if op.prepared_schema is not None:  # e.g. sizes instead of texts: streamed, then one partition
+            if not op.whole_input:
+                raise NotImplementedError(f"{op.name}: a prepared group step runs over the whole input")
+            prepared = [
+                prepare_group(step, batch)
+                for file in samples
+                for batch in pq.ParquetFile(file).iter_batches(batch_size=self.config.batch_rows, columns=columns)
+                if batch.num_rows
+            ]
+            tables: Iterable[pa.Table] = [pa.Table.from_batches(prepared, schema=prepared_schema(step))]
+            self._decide_parts(job, step, tables, lineage_w, dropped_w)
+            return [staging.path(name, f) for f in dropped_w.close()]
         cols = ", ".join(f'"{c}"' for c in columns)
         rows = con.sql("SELECT count(*) FROM read_parquet(?)", params=[samples]).fetchall()[0][0]
-        parts = max(1, math.ceil(rows / self.config.group_partition_rows))
+        parts = 1 if op.whole_input else max(1, math.ceil(rows / self.config.group_partition_rows))
         if parts == 1:
             tables = [con.sql(f"SELECT {cols} FROM read_parquet(?)", params=[samples]).to_arrow_table()]
         else:  # hash-partition so each part holds whole groups and fits in memory
@@ -223,13 +237,19 @@ class LocalEngine(Engine):
                 params=[samples],
             )
             tables = (pq.read_table(p, columns=columns) for p in sorted(Path(out_dir).glob("_part=*")))
+        self._decide_parts(job, step, tables, lineage_w, dropped_w)
+        return [staging.path(name, f) for f in dropped_w.close()]
+
+    def _decide_parts(
+        self, job: Job, step: Step, tables: Iterable[pa.Table], lineage_w: PartWriter, dropped_w: PartWriter
+    ) -> None:
+        """Decide each part (complete key groups): lineage and the dropped rows' keys to their writers."""
         for table in tables:
             table = table.combine_chunks() if isinstance(table, pa.Table) else pa.table(table)
             decided = decide_groups(step, table, job.run_id)
             lineage_w.write(decided.lineage)
             dropped_w.write(decided.dropped)
-            job.progress(f"step{step.index}.{op.name}", table.num_rows)
-        return [staging.path(name, f) for f in dropped_w.close()]
+            job.progress(f"step{step.index}.{step.operator.name}", table.num_rows)
 
     def _cluster(
         self,

@@ -36,6 +36,8 @@ from pipelines.stages import (
     Ingested,
     Step,
     decide_groups,
+    prepare_group,
+    prepared_schema,
     run_maps,
     run_source,
 )
@@ -215,7 +217,7 @@ class Group:
         table = _table(batches)
         if table.num_rows == 0:
             return MANIFEST_SCHEMA.empty_table()
-        columns = self.step.operator.columns  # type: ignore[attr-defined]
+        columns = self.step.operator.decided_columns  # type: ignore[attr-defined]
         table = table.select([*columns, ROW_KEY]).combine_chunks()
         out = Manifest(self.config, f"group{self.step.index}-{_first(table, 'sample_id')}")
         decided = decide_groups(self.step, table, self.run_id)
@@ -313,3 +315,22 @@ class Collected:
     def relative(self, table: TableTarget) -> list[str]:
         """Files written into ``table``, relative to the table folder (what a Delta commit names)."""
         return list(self.files.get(table.table_path, []))
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """A group step's prepare map: staged rows of its ``columns`` to its prepared rows, into staging."""
+
+    config: ExecutionConfig
+    step: Step
+    prepared: TableTarget
+
+    def __call__(self, batches: pa.Table | pa.RecordBatch) -> pa.Table:
+        out: Manifest | None = None
+        for batch in _batches(batches):
+            if batch.num_rows == 0:
+                continue
+            if out is None:
+                out = Manifest(self.config, f"prepare{self.step.index}-{batch.column('sample_id')[0].as_py()}")
+            out.write(self.prepared, prepared_schema(self.step), prepare_group(self.step, batch))
+        return out.close() if out is not None else MANIFEST_SCHEMA.empty_table()

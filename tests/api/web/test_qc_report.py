@@ -101,3 +101,50 @@ def test_the_cli_report_has_the_funnel_thresholds_and_the_diff_with_the_previous
     assert page.text(".qc-diff-head") == "against clean@v1: +1 −0 changed 0"
     assert "raw 1 0 0" in page.text(".qc-diff-sources")
     page.shot("cli-report")
+
+
+def test_the_report_shows_the_requested_and_achieved_mixture(page: Page, tmp_path: Path) -> None:
+    mixture = {
+        "unit": "words",
+        "total": 1000.0,
+        "seed": 7,
+        "sources": [
+            {
+                "source": "en",
+                "weight": 0.7,
+                "requested_share": 0.7,
+                "target": 700.0,
+                "available": 900.0,
+                "selected": 700.0,
+                "served": 700.0,
+                "achieved_share": 0.7,
+                "epochs": 0.778,
+                "shares": {},
+            },
+            {
+                "source": "zh",
+                "weight": 0.3,
+                "requested_share": 0.3,
+                "target": 300.0,
+                "available": 150.0,
+                "selected": 150.0,
+                "served": 300.0,
+                "achieved_share": 0.3,
+                "epochs": 2.0,
+                "shares": {},
+            },
+        ],
+    }
+    out = tmp_path / "report.html"
+    out.write_text(report_html("mix@v1", {**REPORT, "mixture": mixture}, None), encoding="utf-8")
+    page.driver.get(out.as_uri())
+    page.wait_mark("ready")
+    rows = page.driver.execute_script(
+        "return [...document.querySelectorAll('table.qc-mixture tr')].map(r => [...r.cells].map(c => c.textContent))"
+    )
+    assert rows[1:] == [
+        ["en", "0.7", "70.00%", "700", "900", "700", "700", "70.00%", "0.778"],
+        ["zh", "0.3", "30.00%", "300", "150", "150", "300", "30.00%", "2.000"],
+    ]
+    assert "by words, seed 7, total 1,000" in page.driver.find_element("css selector", "p.qc-mixture-head").text
+    page.shot("mixture")
