@@ -10,7 +10,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import httpx
 import pytest
@@ -175,3 +174,30 @@ def test_over_http_the_one_endpoint_answers_the_same(world: World) -> None:
         assert httpx.get(url, params=then, timeout=30).status_code == 404
         bad = httpx.get(url, params={"nodeId": "sample:x:y"}, timeout=30)
         assert bad.status_code == 422
+
+
+def test_a_catalog_change_reloads_only_the_catalog_part_and_an_event_only_the_events(world: World) -> None:
+    """Runs last: it adds a reader and an event to the module's world."""
+    service, cache = world.service, world.service.graph_cache
+    with service.catalog.session() as s:
+        first = cache.get(s)
+        assert cache.get(s) is first  # nothing changed: the same index
+    service.record_read(world.successor, {"job": "train-2", "world_size": 1, "rank": 0})
+    with service.catalog.session() as s:
+        second = cache.get(s)
+    assert second is not first and second.base is first.base  # the OpenLineage part kept as it was
+    assert second.resolve(f"model:{NS}:train-2") is not None and first.resolve(f"model:{NS}:train-2") is None
+    event = {
+        "eventType": "COMPLETE",
+        "eventTime": datetime.now(UTC).isoformat(),
+        "run": {"runId": "0190aaaa-0000-7000-8000-000000000042"},
+        "job": {"namespace": "trainer", "name": "train-2"},
+        "inputs": [{"namespace": NS, "name": "clean"}],
+    }
+    service.ingest_event(event)
+    with service.catalog.session() as s:
+        third = cache.get(s)
+    assert third.base is not second.base and third.overlay is second.overlay  # the catalog part kept
+    graph = service.lineage_graph(f"release:{NS}:{world.successor}", depth=1)
+    assert node(graph, f"release:{NS}:{world.successor}").downstream == 1
+    assert node(service.lineage_graph(f"dataset:{NS}:clean", depth=1), f"dataset:{NS}:clean").downstream == 6
