@@ -18,7 +18,8 @@ function s(tag, attrs = {}, ...children) {
 
 function label(node) {
   const d = node.data || {};
-  const name = d.name || node.id;
+  // a run: its pipeline and the start of its id (a whole UUID does not fit the box)
+  const name = node.type === "RUN" && d.facets?.pipeline ? `${d.facets.pipeline} ${d.name.slice(0, 8)}` : d.name || node.id;
   return name.length > 30 ? "…" + name.slice(-29) : name;
 }
 

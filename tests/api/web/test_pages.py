@@ -118,6 +118,7 @@ def test_a_release_node_expands_to_its_version_and_its_reader(page: Page, web_wo
     nodes = {n.get_attribute("data-id") for n in page.find_all("#graph .node")}
     run = web_world.service.get_version("clean", 2).run_id  # the run that made the version
     assert nodes >= {"dataset:lineage-ledger:clean", f"run:lineage-ledger:{run}", "release:lineage-ledger:clean@forced"}
+    assert f"api-test {run[:8]}" in page.text(f'#graph .node[data-id="run:lineage-ledger:{run}"] .name')
     page.shot("graph-release")
     page.navigate(page.find('#graph .node[data-id="release:lineage-ledger:clean@forced"] a').click)
     assert page.text(".qc-override").endswith(": smoke test only")  # the release page of that node
