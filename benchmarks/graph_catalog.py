@@ -14,16 +14,19 @@ import argparse
 import importlib.util
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lineage import openlineage
-from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run
-from lineage.catalog.models import ReleaseRead
-from lineage.settings import Settings
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's lineage, as benchmarks/api.py
+
+from lineage import openlineage  # noqa: E402
+from lineage.catalog import Catalog, Dataset, DatasetVersion, Release, Run  # noqa: E402
+from lineage.catalog.models import ReleaseRead  # noqa: E402
+from lineage.settings import Settings  # noqa: E402
 
 HERE = Path(__file__).parent
 

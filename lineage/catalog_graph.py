@@ -167,14 +167,15 @@ def load_overlay(session: Session, namespace: str, stamp: tuple[Any, ...]) -> Ov
         .group_by(ReleaseRead.release_id, ReleaseRead.job)
         .order_by(ReleaseRead.job)
     )
+    readers: dict[str, list[tuple[int, datetime, int]]] = {}  # job -> (release id, first read, reads)
     for release_id, job, first, count in reads:
-        if release_id not in releases:
-            continue
-        key = ov.node(MODEL, ns, job, first, {"job": job})
-        ov.edge(releases[release_id], key, first)
-        facets = json.loads(ov.nodes[key].facets_json)
-        facets["reads"] = facets.get("reads", 0) + count
-        ov.nodes[key].facets_json = json.dumps(facets)
+        if release_id in releases:
+            readers.setdefault(job, []).append((release_id, first, count))
+    for job, read in readers.items():
+        first = min(as_utc(when) for _, when, _ in read)
+        key = ov.node(MODEL, ns, job, first, {"job": job, "reads": sum(n for _, _, n in read)})
+        for release_id, when, _ in read:
+            ov.edge(releases[release_id], key, when)
     eval_sets = {e.id: e for e in session.scalars(select(EvalSet))}
     for e in eval_sets.values():
         ov.node(EVALSET, ns, e.name, e.created_at, {"task": e.task, "state": e.state, "kind": e.kind})
