@@ -28,9 +28,10 @@ from lineage.catalog.models import (
     as_utc,
 )
 
+JOB = "JOB"  # lineage.openlineage's, whose nodes ours link to
 DATASET, VERSION, RUN, RELEASE, EXPORT, MODEL = "DATASET", "VERSION", "RUN", "RELEASE", "EXPORT", "MODEL"
 EVALSET, EVALSET_VERSION = "EVALSET", "EVALSET_VERSION"
-KINDS = (DATASET, VERSION, RUN, RELEASE, EXPORT, MODEL, EVALSET, EVALSET_VERSION)
+KINDS = (DATASET, VERSION, RUN, RELEASE, EXPORT, MODEL, EVALSET, EVALSET_VERSION)  # JOB is OpenLineage's
 
 Key = tuple[str, str, str]  # (kind, namespace, name), as GraphIndex.by_key
 
@@ -55,6 +56,8 @@ class Overlay:
     stamp: tuple[Any, ...]
     nodes: dict[Key, CatalogNode] = field(default_factory=dict)
     edges: dict[tuple[Key, Key], datetime] = field(default_factory=dict)
+    # edges to or from OpenLineage nodes the catalog's events name (merged only where the node exists)
+    links: dict[tuple[Key, Key], datetime] = field(default_factory=dict)
 
     def node(self, kind: str, namespace: str, name: str, when: datetime, facets: dict[str, Any]) -> Key:
         key = (kind, namespace, name)
@@ -75,6 +78,11 @@ class Overlay:
         have = self.edges.get((origin, dest))
         if have is None or at < have:
             self.edges[(origin, dest)] = at
+
+    def link(self, origin: Key, dest: Key) -> None:
+        """An edge between one of ours and an OpenLineage node (kept only if the events made it)."""
+        ours = self.nodes[origin] if origin in self.nodes else self.nodes[dest]
+        self.links[(origin, dest)] = ours.updated_at
 
 
 def catalog_stamp(session: Session) -> tuple[Any, ...]:
@@ -132,6 +140,7 @@ def load_overlay(session: Session, namespace: str, stamp: tuple[Any, ...]) -> Ov
         run_key = ov.node(RUN, ns, run.id, run.started_at, run_facets)
         ov.nodes[run_key].latest_run_id = run.id
         ov.edge(run_key, key)
+        ov.link((JOB, ns, run.pipeline), run_key)  # the OpenLineage job (lineage.openlineage.run_events)
         runs.append(run)
     for run in runs:
         for inp in run.inputs:
@@ -162,6 +171,8 @@ def load_overlay(session: Session, namespace: str, stamp: tuple[Any, ...]) -> Ov
         facets |= {"sequences": ex.sequences, "tokens": ex.tokens}
         key = ov.node(EXPORT, ns, ex.export_id, ex.created_at, facets)
         ov.edge(releases[ex.release_id], key)
+        # the dataset its OpenLineage event wrote (lineage.releases.exports: NAME@TAG/FORMAT/EXPORT_ID)
+        ov.link(key, (DATASET, ns, f"{releases[ex.release_id][2]}/{ex.format}/{ex.export_id}"))
     reads = session.execute(
         select(ReleaseRead.release_id, ReleaseRead.job, func.min(ReleaseRead.opened_at), func.count())
         .group_by(ReleaseRead.release_id, ReleaseRead.job)
@@ -176,6 +187,7 @@ def load_overlay(session: Session, namespace: str, stamp: tuple[Any, ...]) -> Ov
         key = ov.node(MODEL, ns, job, first, {"job": job, "reads": sum(n for _, _, n in read)})
         for release_id, when, _ in read:
             ov.edge(releases[release_id], key, when)
+        ov.link(key, (JOB, ns, job))  # the training job an eval run's events name (service.evalruns)
     eval_sets = {e.id: e for e in session.scalars(select(EvalSet))}
     for e in eval_sets.values():
         ov.node(EVALSET, ns, e.name, e.created_at, {"task": e.task, "state": e.state, "kind": e.kind})
@@ -184,6 +196,7 @@ def load_overlay(session: Session, namespace: str, stamp: tuple[Any, ...]) -> Ov
         facets = {"evalSet": es.name, "version": ev.version, "items": ev.item_count, "digest": ev.content_digest}
         key = ov.node(EVALSET_VERSION, ns, f"{es.name}:v{ev.version}", ev.created_at, facets)
         ov.edge((EVALSET, ns, es.name), key)
+        ov.link(key, (DATASET, f"{ns}.evalsets", f"{es.name}:v{ev.version}"))  # as eval runs' events name it
         if ev.dataset_version_id in versions:
             ov.edge(versions[ev.dataset_version_id], key)
     for ref, release, when in checked:

@@ -586,9 +586,11 @@ def with_catalog(base: GraphIndex, overlay: catalog_graph.Overlay, stamp: tuple[
             index.by_key[key] = nid
             index._ids[nid] = _q(node_id(*key))
         ids[key] = nid
+    links = [(ids.get(o, base.by_key.get(o)), ids.get(d, base.by_key.get(d))) for o, d in overlay.links]
     copied: set[tuple[str, int]] = set()
-    for origin, dest in overlay.edges:
-        a, b = ids[origin], ids[dest]
+    for a, b in [(ids[o], ids[d]) for o, d in overlay.edges] + [
+        (a, b) for a, b in links if a is not None and b is not None
+    ]:
         for side, node, other in (("out", a, b), ("in", b, a)):
             table = index.outs if side == "out" else index.ins
             if (side, node) not in copied:  # the base's lists stay as they are
@@ -609,6 +611,11 @@ def _merged_times(index: GraphIndex, base: FirstSeen) -> FirstSeen:
             nodes[nid] = node.updated_at
     for (origin, dest), when in index.overlay.edges.items():
         edges[(ids[origin], ids[dest])] = when
+    by_key = index.by_key
+    for (origin, dest), when in index.overlay.links.items():
+        a, b = ids.get(origin, by_key.get(origin)), ids.get(dest, by_key.get(dest))
+        if a is not None and b is not None:  # not before the OpenLineage node was first named
+            edges[(a, b)] = max([when, *(t for t in (base.nodes.get(a), base.nodes.get(b)) if t is not None)])
     return FirstSeen(nodes, edges, base.last_event)
 
 

@@ -101,7 +101,15 @@ def test_a_release_neighbourhood_has_its_version_eval_set_readers_and_exports(wo
     assert me.data["facets"]["state"] == "withdrawn" and me.data["facets"]["successor"] == world.successor
     reader = node(graph, f"model:{NS}:train-1")
     assert (reader.type, reader.upstream, reader.downstream, reader.data["facets"]["reads"]) == ("MODEL", 1, 0, 2)
-    assert node(graph, f"export:{NS}:{world.export_id}").data["facets"]["format"] == "megatron"
+    export = node(graph, f"export:{NS}:{world.export_id}")
+    assert export.data["facets"]["format"] == "megatron"
+    # and on to the dataset the export's OpenLineage event wrote, one node
+    assert {e.destination for e in export.outEdges} == set() and export.downstream == 1
+    wider = world.service.lineage_graph(f"export:{NS}:{world.export_id}", depth=1)
+    written = f"dataset:{NS}:clean@v2/megatron/{world.export_id}"
+    assert (f"export:{NS}:{world.export_id}", written) in {
+        (e.origin, e.destination) for e in node(wider, written).inEdges
+    }
     edges = {(e.origin, e.destination) for e in me.inEdges + me.outEdges}
     assert edges == {
         (f"version:{NS}:clean:v2", release),
@@ -141,6 +149,9 @@ def test_a_dataset_leads_to_its_versions_their_runs_and_releases(world: World) -
     assert f"run:{NS}:{world.runs[0]}" in ids(graph) and f"release:{NS}:clean@v1" in ids(graph)
     run = node(graph, f"run:{NS}:{world.runs[0]}")
     assert run.type == "RUN" and run.data["latestRunId"] == world.runs[0]
+    assert {e.origin for e in run.inEdges} == {f"job:{NS}:api-test"}  # the run's OpenLineage job
+    job = node(graph, f"job:{NS}:api-test")
+    assert {e.destination for e in job.outEdges} >= {f"dataset:{NS}:clean", f"run:{NS}:{world.runs[0]}"}
     assert run.data["facets"]["pipeline"] == "api-test"
 
 

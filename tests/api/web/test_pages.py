@@ -80,14 +80,16 @@ def test_the_graph_opens_one_hop_deep_and_expands_a_node(page: Page) -> None:
     versions = {"version:lineage-ledger:clean:v1", "version:lineage-ledger:clean:v2"}  # the catalog's
     assert nodes == {"dataset:lineage-ledger:clean", "job:lineage-ledger:api-test"} | versions
     job = page.find('#graph .node[data-id="job:lineage-ledger:api-test"]')
-    assert "↑1 ↓1" in job.text
+    assert "↑1 ↓3" in job.text  # the files it read; the dataset and its two runs
     assert "↑1 ↓2" in page.find('#graph .node[data-id="dataset:lineage-ledger:clean"]').text
     page.clear_marks("expanded")
     job.find_element("css selector", ".expand").click()
     page.wait_mark("expanded")
     nodes = {n.get_attribute("data-id") for n in page.find_all("#graph .node")}
-    assert len(nodes) == 5 and any(n.startswith("dataset:file:") for n in nodes), nodes
-    assert len(page.find_all("#graph .edge")) == 4
+    assert len(nodes) == 7 and any(n.startswith("dataset:file:") for n in nodes), nodes
+    assert len([n for n in nodes if n.startswith("run:")]) == 2
+    # file -> job -> dataset -> versions, job -> runs; a run's edge to its version comes when it is expanded
+    assert len(page.find_all("#graph .edge")) == 6
     page.shot("graph")
     page.clear_marks("reloaded")
     Select(page.find("#depth")).select_by_value("0")
