@@ -23,6 +23,7 @@ from sqlalchemy import Text, cast, func, select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from lineage import catalog_graph
 from lineage.catalog import Catalog, Dataset, DatasetVersion, LineageEdge, LineageEvent, LineageNode, Run
 from lineage.catalog.models import as_utc, utcnow
 from lineage.errors import NotFound
@@ -34,7 +35,9 @@ log = logging.getLogger(__name__)
 PRODUCER = "https://github.com/lineage-ledger/lineage-ledger"
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/definitions/RunEvent"
 DATASET, JOB = "DATASET", "JOB"
-NODE_ID_PATTERN = r"^(dataset|job):.+:.+$"  # namespaces and names may themselves contain ':'
+# OpenLineage's kinds, then the catalog's (lineage.catalog_graph); namespaces and names may contain ':'
+KINDS = (JOB, *catalog_graph.KINDS)
+NODE_ID_PATTERN = r"^(" + "|".join(k.lower() for k in KINDS) + r"):.+:.+$"
 
 
 _Text = Field(min_length=1, max_length=1000)
@@ -315,13 +318,16 @@ class GraphIndex:
     max_node_id: int = 0
     max_edge_id: int = 0
     seen: FirstSeen | None = None  # filled on the first "as of" question (GraphCache.get)
+    base: GraphIndex | None = None  # with the catalog's nodes (with_catalog): the OpenLineage part
+    overlay: catalog_graph.Overlay | None = None
+    overlay_ids: dict[tuple[str, str, str], int] = field(default_factory=dict)  # catalog key -> node id
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def resolve(self, text: str) -> int | None:
-        """``dataset:NS:NAME`` or ``job:NS:NAME``; namespaces and names may contain ':'."""
+        """``KIND:NS:NAME`` (``dataset:``, ``job:``, ``release:``...); namespaces and names may contain ':'."""
         kind, sep, rest = text.partition(":")
         kind = kind.upper()
-        if not sep or kind not in (DATASET, JOB):
+        if not sep or kind not in KINDS:
             return None
         start = 0
         while True:
@@ -472,6 +478,9 @@ def _node_json(n: Any) -> str:
         f'{{"id":{{"namespace":{ns},"name":{name}}},"name":{name},"namespace":{ns},'
         f'"updatedAt":"{n.updated_at.isoformat()}"'
     )
+    if n.kind not in (DATASET, JOB):  # the catalog's entities (lineage.catalog_graph)
+        run = ',"latestRunId":' + _q(n.latest_run_id) if n.latest_run_id else ""  # a run: itself
+        return head + ',"type":"' + n.kind + '"' + run + ',"facets":' + n.facets_json + "}"
     if n.kind != DATASET:
         return head + ',"type":"BATCH","latestRunId":' + (_q(n.latest_run_id) if n.latest_run_id else "null") + "}"
     return head + ',"type":"DB_TABLE","facets":' + (n.facets_json or "{}") + "}"
@@ -561,29 +570,92 @@ def refresh_graph(session: Session, previous: GraphIndex, stamp: tuple[Any, ...]
     return index
 
 
-class GraphCache:
-    """Keeps the last graph while no new event has arrived (checked with one small query); after new
-    events, applies only what they changed."""
+def with_catalog(base: GraphIndex, overlay: catalog_graph.Overlay, stamp: tuple[Any, ...]) -> GraphIndex:
+    """The OpenLineage graph plus the catalog's nodes and edges (a catalog dataset that events also name
+    is one node), sharing the base's unchanged adjacency lists."""
+    index = GraphIndex(stamp, dict(base.nodes), dict(base.by_key), dict(base.ins), dict(base.outs))
+    index._ids, index._data = dict(base._ids), dict(base._data)
+    index.max_node_id, index.max_edge_id = base.max_node_id, base.max_edge_id
+    index.base, index.overlay = base, overlay
+    ids = index.overlay_ids
+    for key, node in overlay.nodes.items():
+        nid = base.by_key.get(key)
+        if nid is None:
+            nid = node.id
+            index.nodes[nid] = node
+            index.by_key[key] = nid
+            index._ids[nid] = _q(node_id(*key))
+        ids[key] = nid
+    links = [(ids.get(o, base.by_key.get(o)), ids.get(d, base.by_key.get(d))) for o, d in overlay.links]
+    copied: set[tuple[str, int]] = set()
+    for a, b in [(ids[o], ids[d]) for o, d in overlay.edges] + [
+        (a, b) for a, b in links if a is not None and b is not None
+    ]:
+        for side, node, other in (("out", a, b), ("in", b, a)):
+            table = index.outs if side == "out" else index.ins
+            if (side, node) not in copied:  # the base's lists stay as they are
+                table[node] = list(table.get(node, ()))
+                copied.add((side, node))
+            table[node].append(other)
+    return index
 
-    def __init__(self) -> None:
+
+def _merged_times(index: GraphIndex, base: FirstSeen) -> FirstSeen:
+    """The base's first-seen times plus the catalog entities' creation times."""
+    assert index.overlay is not None
+    nodes, edges = dict(base.nodes), dict(base.edges)
+    ids = index.overlay_ids
+    for key, node in index.overlay.nodes.items():
+        nid = ids[key]
+        if nid not in nodes or node.updated_at < nodes[nid]:
+            nodes[nid] = node.updated_at
+    for (origin, dest), when in index.overlay.edges.items():
+        edges[(ids[origin], ids[dest])] = when
+    by_key = index.by_key
+    for (origin, dest), when in index.overlay.links.items():
+        a, b = ids.get(origin, by_key.get(origin)), ids.get(dest, by_key.get(dest))
+        if a is not None and b is not None:  # not before the OpenLineage node was first named
+            edges[(a, b)] = max([when, *(t for t in (base.nodes.get(a), base.nodes.get(b)) if t is not None)])
+    return FirstSeen(nodes, edges, base.last_event)
+
+
+class GraphCache:
+    """Keeps the last graph while nothing changed (checked with two small queries). After new events
+    it applies only what they changed to the OpenLineage part; after a catalog change it reloads the
+    catalog part (:mod:`lineage.catalog_graph`); the answer graph is the two merged."""
+
+    def __init__(self, namespace: str = Settings.model_fields["openlineage_namespace"].default) -> None:
+        self.namespace = namespace
         self._index: GraphIndex | None = None
+        self._base: GraphIndex | None = None  # the OpenLineage part
+        self._overlay: catalog_graph.Overlay | None = None
         self._seen: FirstSeen | None = None
         self._lock = threading.Lock()
 
     def get(self, session: Session, *, with_times: bool = False) -> GraphIndex:
         """The current graph; ``with_times``: with when each node and edge was first seen (read from the
-        events once, then only the new ones)."""
-        stamp = graph_stamp(session)
+        events once, then only the new ones; the catalog's from its creation times)."""
+        events, catalog = graph_stamp(session), catalog_graph.catalog_stamp(session)
+        stamp = events + catalog
         index = self._index
         if index is None or index.stamp != stamp:
             with self._lock:
                 current = self._index
                 if current is None or current.stamp != stamp:
-                    refreshed = refresh_graph(session, current, stamp) if current is not None else None
-                    self._index = refreshed if refreshed is not None else load_graph(session, stamp)
+                    base = self._base
+                    if base is None or base.stamp != events:
+                        refreshed = refresh_graph(session, base, events) if base is not None else None
+                        base = self._base = refreshed if refreshed is not None else load_graph(session, events)
+                    if self._overlay is None or self._overlay.stamp != catalog:
+                        self._overlay = catalog_graph.load_overlay(session, self.namespace, catalog)
+                    self._index = with_catalog(base, self._overlay, stamp)
                 index = self._index
         if with_times and index.seen is None:
             with self._lock:
                 if index.seen is None:
-                    index.seen = self._seen = first_seen(session, index, self._seen)
+                    base = index.base
+                    assert base is not None
+                    if base.seen is None:
+                        base.seen = self._seen = first_seen(session, base, self._seen)
+                    index.seen = _merged_times(index, base.seen)
         return index

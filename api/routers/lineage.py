@@ -26,7 +26,12 @@ def lineage_graph(
     _: Reader,
     node_id: Annotated[
         str,
-        Query(alias="nodeId", pattern=NODE_ID_PATTERN, max_length=2000, description="dataset:NS:NAME or job:NS:NAME"),
+        Query(
+            alias="nodeId",
+            pattern=NODE_ID_PATTERN,
+            max_length=2000,
+            description="KIND:NS:NAME: dataset, job, version, run, release, export, model, evalset, evalset_version",
+        ),
     ],
     depth: Annotated[int, Query(ge=0, le=100, description="Hops from the node.")] = 20,
     as_of: Annotated[

@@ -69,7 +69,7 @@ class Service:
         self.tables = TableCache(self.settings)
         self.duck = Duck(self.settings, threads=2)  # scans over whole versions (diffs, source counts)
         self.lookups = Duck(self.settings, threads=1)  # point lookups
-        self.graph_cache = openlineage.GraphCache()
+        self.graph_cache = openlineage.GraphCache(self.settings.openlineage_namespace)
 
     @property
     def catalog(self) -> Catalog:
@@ -1077,7 +1077,8 @@ class Service:
         if start is None:
             if not re.match(openlineage.NODE_ID_PATTERN, node_id, flags=re.DOTALL):
                 raise BadRequest(
-                    f"invalid nodeId {node_id[:200]!r}: expected dataset:NAMESPACE:NAME or job:NAMESPACE:NAME"
+                    f"invalid nodeId {node_id[:200]!r}: expected KIND:NAMESPACE:NAME, KIND one of "
+                    + ", ".join(k.lower() for k in openlineage.KINDS)
                 )
             raise NotFound(f"node {node_id[:200]!r} is not in the lineage graph")
         if moment is not None and not index.existed(start, moment):

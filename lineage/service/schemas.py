@@ -873,7 +873,7 @@ class GraphEdge(BaseModel):
 
 class GraphNode(BaseModel):
     id: str
-    type: Literal["DATASET", "JOB"]
+    type: Literal["DATASET", "JOB", "VERSION", "RUN", "RELEASE", "EXPORT", "MODEL", "EVALSET", "EVALSET_VERSION"]
     data: dict[str, Any]
     inEdges: list[GraphEdge]  # noqa: N815 (Marquez's field names)
     outEdges: list[GraphEdge]  # noqa: N815

@@ -208,7 +208,10 @@ def test_our_runs_appear_in_the_dataset_graph(client: Client, world: World) -> N
     ids = {n.id: n for n in graph.graph}
     assert "job:lineage-ledger:api-test" in ids
     job = ids["job:lineage-ledger:api-test"]
-    assert {e.destination for e in job.outEdges} == {"dataset:lineage-ledger:clean"}
+    # and the job's runs that made versions, the catalog's run nodes (lineage.catalog_graph)
+    runs = {f"run:lineage-ledger:{r.id}" for r in client.list_runs(dataset="clean", status="succeeded").items}
+    assert runs
+    assert {e.destination for e in job.outEdges} == {"dataset:lineage-ledger:clean"} | runs
     inputs = [e.origin for e in job.inEdges]
     assert len(inputs) == 1 and inputs[0].startswith("dataset:file:")
     clean = ids["dataset:lineage-ledger:clean"]

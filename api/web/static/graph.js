@@ -18,14 +18,32 @@ function s(tag, attrs = {}, ...children) {
 
 function label(node) {
   const d = node.data || {};
-  const name = d.name || node.id;
+  // a run: its pipeline and the start of its id (a whole UUID does not fit the box)
+  const name = node.type === "RUN" && d.facets?.pipeline ? `${d.facets.pipeline} ${d.name.slice(0, 8)}` : d.name || node.id;
   return name.length > 30 ? "…" + name.slice(-29) : name;
+}
+
+// what each node type is called on the page (its colour: web.css, .node.<type>)
+const KIND = {
+  DATASET: "dataset", JOB: "job", VERSION: "version", RUN: "run", RELEASE: "release",
+  EXPORT: "export", MODEL: "training job", EVALSET: "eval set", EVALSET_VERSION: "eval set version",
+};
+
+function kindLabel(node) {
+  const state = node.type === "RELEASE" && node.data?.facets?.state;
+  return (KIND[node.type] || node.type.toLowerCase()) + (state && state !== "published" ? ` (${state})` : "");
 }
 
 function nodeHref(node, namespace) {
   const d = node.data || {};
-  if (node.type === "DATASET" && d.namespace === namespace) return links.dataset(d.name);
-  if (node.type === "JOB" && d.latestRunId && d.namespace === namespace) return links.run(d.latestRunId);
+  const f = d.facets || {};
+  const ours = d.namespace === namespace;
+  if (node.type === "DATASET" && ours) return links.dataset(d.name);
+  if (node.type === "JOB" && d.latestRunId && ours) return links.run(d.latestRunId);
+  if (node.type === "VERSION" && f.dataset) return links.dataset(f.dataset);
+  if (node.type === "RUN") return links.run(d.latestRunId || d.name);
+  if (node.type === "RELEASE") return links.release(d.name);
+  if (node.type === "EXPORT" && f.release) return links.release(f.release);
   return links.graph(node.id);
 }
 
@@ -118,7 +136,7 @@ class Graph {
       const a = s("a", { href: nodeHref(n, this.namespace), class: "node-link" });
       a.append(s("text", { x: 8, y: 18, class: "name" }, label(n)));
       g.append(a);
-      g.append(s("text", { x: 8, y: 36, class: "counts" }, `${n.type.toLowerCase()} · ↑${n.upstream} ↓${n.downstream}`));
+      g.append(s("text", { x: 8, y: 36, class: "counts" }, `${kindLabel(n)} · ↑${n.upstream} ↓${n.downstream}`));
       if (missing > 0 && !this.expanded.has(id)) {
         const btn = s("g", { class: "expand", "data-id": id, onclick: () => onExpand(id) });
         btn.append(s("rect", { x: W - 28, y: 8, width: 22, height: 22, rx: 4 }));

@@ -77,15 +77,19 @@ def test_a_dropped_sample_shows_the_rule_value_and_threshold(page: Page, web_wor
 def test_the_graph_opens_one_hop_deep_and_expands_a_node(page: Page) -> None:
     page.open("/graph?node=" + "dataset:lineage-ledger:clean")
     nodes = {n.get_attribute("data-id") for n in page.find_all("#graph .node")}
-    assert nodes == {"dataset:lineage-ledger:clean", "job:lineage-ledger:api-test"}
+    versions = {"version:lineage-ledger:clean:v1", "version:lineage-ledger:clean:v2"}  # the catalog's
+    assert nodes == {"dataset:lineage-ledger:clean", "job:lineage-ledger:api-test"} | versions
     job = page.find('#graph .node[data-id="job:lineage-ledger:api-test"]')
-    assert "↑1 ↓1" in job.text
+    assert "↑1 ↓3" in job.text  # the files it read; the dataset and its two runs
+    assert "↑1 ↓2" in page.find('#graph .node[data-id="dataset:lineage-ledger:clean"]').text
     page.clear_marks("expanded")
     job.find_element("css selector", ".expand").click()
     page.wait_mark("expanded")
     nodes = {n.get_attribute("data-id") for n in page.find_all("#graph .node")}
-    assert len(nodes) == 3 and any(n.startswith("dataset:file:") for n in nodes), nodes
-    assert len(page.find_all("#graph .edge")) == 2
+    assert len(nodes) == 7 and any(n.startswith("dataset:file:") for n in nodes), nodes
+    assert len([n for n in nodes if n.startswith("run:")]) == 2
+    # file -> job -> dataset -> versions, job -> runs; a run's edge to its version comes when it is expanded
+    assert len(page.find_all("#graph .edge")) == 6
     page.shot("graph")
     page.clear_marks("reloaded")
     Select(page.find("#depth")).select_by_value("0")
@@ -95,9 +99,31 @@ def test_the_graph_opens_one_hop_deep_and_expands_a_node(page: Page) -> None:
     page.clear_marks("reloaded")
     Select(page.find("#depth")).select_by_value("2")
     page.wait_mark("reloaded")
-    assert len(page.find_all("#graph .node")) == 3  # two hops: the files the job read, without expanding
+    # two hops, without expanding: the files the job read; the versions' runs and their releases
+    kinds = sorted(n.get_attribute("class").split()[1] for n in page.find_all("#graph .node"))
+    assert kinds == ["dataset", "dataset", "job", "release", "release", "release", "run", "run", "version", "version"]
     page.navigate(page.find('#graph .node[data-id="dataset:lineage-ledger:clean"] a').click)
     assert page.text("#dataset-name") == "clean"
+
+
+def test_a_release_node_expands_to_its_version_and_its_reader(page: Page, web_world: WebWorld) -> None:
+    page.open("/graph?node=" + quote("release:lineage-ledger:clean@v2"))
+    nodes = {n.get_attribute("data-id") for n in page.find_all("#graph .node")}
+    version = "version:lineage-ledger:clean:v2"
+    assert nodes == {"release:lineage-ledger:clean@v2", version, "model:lineage-ledger:train-1"}
+    reader = page.find('#graph .node[data-id="model:lineage-ledger:train-1"]')
+    assert "model" in reader.get_attribute("class").split() and "training job · ↑1 ↓0" in reader.text
+    assert "release · ↑1 ↓1" in page.find('#graph .node[data-id="release:lineage-ledger:clean@v2"]').text
+    page.clear_marks("expanded")
+    page.find(f'#graph .node[data-id="{version}"] .expand').click()
+    page.wait_mark("expanded")
+    nodes = {n.get_attribute("data-id") for n in page.find_all("#graph .node")}
+    run = web_world.service.get_version("clean", 2).run_id  # the run that made the version
+    assert nodes >= {"dataset:lineage-ledger:clean", f"run:lineage-ledger:{run}", "release:lineage-ledger:clean@forced"}
+    assert f"api-test {run[:8]}" in page.text(f'#graph .node[data-id="run:lineage-ledger:{run}"] .name')
+    page.shot("graph-release")
+    page.navigate(page.find('#graph .node[data-id="release:lineage-ledger:clean@forced"] a').click)
+    assert page.text(".qc-override").endswith(": smoke test only")  # the release page of that node
 
 
 def test_the_graph_as_of_a_date(page: Page) -> None:

@@ -116,6 +116,8 @@ def test_models_and_eval_sets_are_lineage_graph_nodes(world: World, client: Clie
         f"job:{ns}:eval/m1@step-1000/mmlu:v1",
         f"dataset:{ns}.evalsets:mmlu:v1",
     } <= ids
+    # and on to the catalog's nodes (lineage.catalog_graph): the reader of the release, the eval set version
+    assert {f"model:{ns}:train-7", f"release:{ns}:web-out@v1", f"evalset_version:{ns}:mmlu:v1"} <= ids
 
 
 def test_an_openlineage_event_with_a_model_and_an_eval_set_is_an_eval_run(world: World, client: Client) -> None:
