@@ -219,16 +219,23 @@ def add_actions(table: DeltaTable) -> pa.Table:
     return pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=False)).read_all()
 
 
+def file_ranges(actions: pa.Table, column: str) -> list[tuple[str, Any, Any]]:
+    """(path, min, max) of ``column`` for each file of ``add_actions``' result, from the log's statistics;
+    min and max are None for a file the log has none for."""
+    paths = actions.column("path").to_pylist()
+    if "min" not in actions.column_names or column not in actions.schema.field("min").type.names:
+        return [(path, None, None) for path in paths]
+    lo, hi = (pc.struct_field(actions.column(side), column).to_pylist() for side in ("min", "max"))
+    return list(zip(paths, lo, hi, strict=True))
+
+
 def key_ranges(tier: Tier, table_path: str, version: int, column: str) -> list[tuple[str, str, str]] | None:
     """(path, min, max) of ``column`` for each file of a version, from the log's statistics alone (no file
     is opened); None if a file has none."""
-    actions = add_actions(open_version(tier, table_path, version))
-    if "min" not in actions.column_names or column not in actions.schema.field("min").type.names:
+    ranges = file_ranges(add_actions(open_version(tier, table_path, version)), column)
+    if any(lo is None or hi is None for _, lo, hi in ranges):
         return None
-    lo, hi = (pc.struct_field(actions.column(side), column) for side in ("min", "max"))
-    if lo.null_count or hi.null_count:
-        return None
-    return list(zip(actions.column("path").to_pylist(), lo.to_pylist(), hi.to_pylist(), strict=True))
+    return ranges
 
 
 def version_files(tier: Tier, table_path: str, version: int) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from lineage.settings import Settings
-from storage.delta import open_version
+from storage.delta import add_actions, file_ranges, open_version
 from storage.tier import get_tier
 
 if TYPE_CHECKING:
@@ -196,20 +196,15 @@ class TableCache:
         delta = open_version(tier, path, version)
         fs = pafs.SubTreeFileSystem(tier.path(path), tier.filesystem)
         whole = delta.to_pyarrow_dataset(filesystem=fs)
-        actions = pa.table(delta.get_add_actions(flatten=True))
-        names = set(actions.column_names)
-        lo_col, hi_col = f"min.{KEY}", f"max.{KEY}"
         ranged: list[tuple[str, str, FileIndex]] = []
         unranged: list[FileIndex] = []
         import pyarrow.dataset as pads  # start-up: it imports pandas
 
         fmt = pads.ParquetFileFormat()
         local_root = tier.path(path) if tier.kind == "posix" else None
-        for row in actions.to_pylist():
-            local = f"{local_root}/{row['path']}" if local_root is not None else None
-            one = FileIndex.build(pads.dataset(row["path"], filesystem=fs, format=fmt, schema=whole.schema), local)
-            lo = row.get(lo_col) if lo_col in names else None
-            hi = row.get(hi_col) if hi_col in names else None
+        for file, lo, hi in file_ranges(add_actions(delta), KEY):
+            local = f"{local_root}/{file}" if local_root is not None else None
+            one = FileIndex.build(pads.dataset(file, filesystem=fs, format=fmt, schema=whole.schema), local)
             if lo is None or hi is None:
                 unranged.append(one)
             else:
