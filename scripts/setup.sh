@@ -42,4 +42,9 @@ if ((with_tests)); then
   # The [torch] extra leaves the version to users; tests pin the CPU build this machine kind carries.
   .venv/bin/python -c 'import torch' >/dev/null 2>&1 || .venv/bin/python -m pip install -q torch==2.13.0
 fi
+# Bytecode for the project's own modules, written once here: with PYTHONDONTWRITEBYTECODE set (as on many
+# CI and container images) every `lineage` process would otherwise compile ~460 modules from source,
+# about 0.2 s of each command's start-up. Python still checks each file's mtime, so an edit is never
+# served stale.
+.venv/bin/python -m compileall -q -j 0 storage operators pipelines lineage api >/dev/null
 echo "setup done: $(.venv/bin/python --version), project installed in .venv"
