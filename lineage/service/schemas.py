@@ -32,6 +32,14 @@ from storage import names
 T = TypeVar("T")
 
 
+class Model(BaseModel):
+    """Every schema of this module: its validator and serializer are built at first use, not at import.
+    Building all of them took about 0.2 s of every CLI command's start-up, and a command uses two or three.
+    """
+
+    model_config = ConfigDict(defer_build=True)
+
+
 UtcDatetime = Annotated[datetime, AfterValidator(models.as_utc)]
 
 
@@ -65,7 +73,7 @@ def derive(
     fields.update(extra or {})
     with warnings.catch_warnings():  # a column named "schema" shadows BaseModel.schema (deprecated): harmless
         warnings.simplefilter("ignore", UserWarning)
-        model = create_model(name, __config__=ConfigDict(from_attributes=True), **fields)
+        model = create_model(name, __config__=ConfigDict(from_attributes=True, defer_build=True), **fields)
     model.__doc__ = doc or (cls.__doc__ or "").strip() or name
     return model
 
@@ -86,7 +94,7 @@ VersionOut = derive(
 RunOut = derive(models.Run, "Run")
 
 
-class PinnedTable(BaseModel):
+class PinnedTable(Model):
     """A Delta table of a release's dataset version, and the Delta version of it the release pins."""
 
     tier: str
@@ -94,7 +102,7 @@ class PinnedTable(BaseModel):
     delta_version: int
 
 
-class GateResult(BaseModel):
+class GateResult(Model):
     """One condition of the publish gate: what was measured, against which limit."""
 
     condition: str = Field(description="e.g. min_samples, max_drop_rate_per_source[SOURCE], required_rule_set[NAME]")
@@ -103,7 +111,7 @@ class GateResult(BaseModel):
     passed: bool
 
 
-class GateOverride(BaseModel):
+class GateOverride(Model):
     """Failed conditions published over: who (the authenticated caller), when and why."""
 
     by: str
@@ -111,7 +119,7 @@ class GateOverride(BaseModel):
     reason: str
 
 
-class GateRecord(BaseModel):
+class GateRecord(Model):
     """What a release records of its publish gate (on a draft: results not yet enforced)."""
 
     conditions: GateConfig
@@ -163,7 +171,7 @@ TokenCreated = create_model(
 )
 
 
-class Page(BaseModel, Generic[T]):
+class Page(Model, Generic[T]):
     """One page of a list; ask for the next with ``offset = offset + limit`` while ``offset < total``."""
 
     items: list[T]
@@ -188,7 +196,7 @@ def parse_input(model: type[M], body: M | dict[str, Any]) -> M:
         raise Invalid(str(exc)) from None
 
 
-class DatasetUpdate(BaseModel):
+class DatasetUpdate(Model):
     """Metadata users edit; fields left out are unchanged."""
 
     model_config = ConfigDict(extra="forbid")
@@ -209,7 +217,7 @@ OverrideReason = Annotated[
 ]
 
 
-class ReleaseCreate(BaseModel):
+class ReleaseCreate(Model):
     """Pin a dataset version as NAME@TAG. ``draft`` records it without publishing."""
 
     model_config = ConfigDict(extra="forbid")
@@ -225,7 +233,7 @@ class ReleaseCreate(BaseModel):
     override_reason: OverrideReason = None
 
 
-class ReleasePublish(BaseModel):
+class ReleasePublish(Model):
     """Publish a draft, through ``gate`` (default: the conditions recorded with the draft)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -233,12 +241,12 @@ class ReleasePublish(BaseModel):
     override_reason: OverrideReason = None
 
 
-class Deprecation(BaseModel):
+class Deprecation(Model):
     model_config = ConfigDict(extra="forbid")
     reason: Text = Field(default="", max_length=2000)
 
 
-class PinCreate(BaseModel):
+class PinCreate(Model):
     """Keep the release hot until ``until`` (a time in the future; without a zone: UTC)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"x-constraints": ["now < until"]})
@@ -254,13 +262,13 @@ class PinCreate(BaseModel):
             raise ValueError("until is out of range") from None
 
 
-class TokenCreate(BaseModel):
+class TokenCreate(Model):
     model_config = ConfigDict(extra="forbid")
     name: Text = Field(min_length=1, max_length=200)
     role: Literal["reader", "writer", "admin"] = "reader"
 
 
-class ReadCreate(BaseModel):
+class ReadCreate(Model):
     """One rank of a training job opened a release. Across fields, ``rank`` < ``world_size`` (listed in
     ``x-constraints``, as JSON Schema has no keyword for it); a body that breaks it is refused with 422."""
 
@@ -280,14 +288,14 @@ class ReadCreate(BaseModel):
 
 
 # -- the manifest ------------------------------------------------------------------------------
-class ManifestTable(BaseModel):
+class ManifestTable(Model):
     """A Delta table of the released version, and the Delta version pinned."""
 
     table: str
     delta_version: int
 
 
-class ManifestFile(BaseModel):
+class ManifestFile(Model):
     """One data file, its size and checksum as read back from storage at publish time."""
 
     path: str
@@ -296,14 +304,14 @@ class ManifestFile(BaseModel):
     xxh3_128: str
 
 
-class ManifestQuality(BaseModel):
+class ManifestQuality(Model):
     """Per-step verdict counts and quarantine counts of the run that produced the version."""
 
     steps: list[dict[str, Any]] = []
     quarantine: dict[str, Any] = {}
 
 
-class RuleCount(BaseModel):
+class RuleCount(Model):
     operator: str
     rule: str
     dropped: int
@@ -311,7 +319,7 @@ class RuleCount(BaseModel):
     failed: int
 
 
-class LengthBin(BaseModel):
+class LengthBin(Model):
     """Texts whose length (characters) is in [from, to); ``to`` None: no upper bound."""
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
@@ -320,14 +328,14 @@ class LengthBin(BaseModel):
     count: int
 
 
-class SourceDrops(BaseModel):
+class SourceDrops(Model):
     source: str
     kept: int
     dropped: int
     drop_rate: float
 
 
-class MixtureRequested(BaseModel):
+class MixtureRequested(Model):
     """What the pipeline asked of a source: its weight, share of the mixture, target (in the unit), caps."""
 
     weight: float
@@ -337,7 +345,7 @@ class MixtureRequested(BaseModel):
     max_epochs: float | None = None
 
 
-class MixtureAchieved(BaseModel):
+class MixtureAchieved(Model):
     """What the run achieved for a source, in every unit (samples, bytes, words, tokens when configured):
     available (after the operators, or before them with apply = "before"), selected (stored once each),
     served (× repeats), the share of everything served, and epochs (served / available in the unit)."""
@@ -349,7 +357,7 @@ class MixtureAchieved(BaseModel):
     epochs: float
 
 
-class RepeatRuleOut(BaseModel):
+class RepeatRuleOut(Model):
     """A source's repeat rule: ``passes`` copies, one more for samples at or before (cut_key, cut_id)
     in the order by xxh3-64(seed, sample_id) (its top 53 bits)."""
 
@@ -358,14 +366,14 @@ class RepeatRuleOut(BaseModel):
     cut_id: str | None = None
 
 
-class MixtureSource(BaseModel):
+class MixtureSource(Model):
     members: list[str] = Field(description="The source datasets (a sample's source_dataset) of this input.")
     requested: MixtureRequested
     achieved: MixtureAchieved
     rule: RepeatRuleOut
 
 
-class Mixture(BaseModel):
+class Mixture(Model):
     """A release's mixture: the unit, the total asked for (None: everything at these shares), the seed,
     the tokenizer of the tokens unit, and per input source what was requested and achieved."""
 
@@ -377,7 +385,7 @@ class Mixture(BaseModel):
     served: dict[str, float]
 
 
-class QcMixtureSource(BaseModel):
+class QcMixtureSource(Model):
     source: str
     weight: float
     requested_share: float
@@ -390,7 +398,7 @@ class QcMixtureSource(BaseModel):
     shares: dict[str, float] = Field(description="The achieved share in every unit.")
 
 
-class QcMixture(BaseModel):
+class QcMixture(Model):
     """The QC report's mixture: requested against achieved per source, in the mixture's unit."""
 
     unit: str
@@ -399,7 +407,7 @@ class QcMixture(BaseModel):
     sources: list[QcMixtureSource]
 
 
-class QcReport(BaseModel):
+class QcReport(Model):
     """The QC report computed at publish time (what the publish gate measures)."""
 
     samples: int
@@ -416,7 +424,7 @@ class QcReport(BaseModel):
     mixture: QcMixture | None = Field(default=None, description="None for a release without a mixture.")
 
 
-class EvalSetContamination(BaseModel):
+class EvalSetContamination(Model):
     """One eval set version against a release: items contaminated (with the samples holding each, up to
     100 listed), the samples involved, and the share of the set."""
 
@@ -427,7 +435,7 @@ class EvalSetContamination(BaseModel):
     item_samples: dict[str, list[str]] = Field(default_factory=dict)
 
 
-class ContaminationReport(BaseModel):
+class ContaminationReport(Model):
     """A release's texts checked for the n-grams of eval items (exact; see operators/contamination)."""
 
     checked_samples: int
@@ -438,7 +446,7 @@ class ContaminationReport(BaseModel):
     checked_at: UtcDatetime | None = None
 
 
-class Manifest(BaseModel):
+class Manifest(Model):
     """What a release pins: the tier, the Delta versions of its tables, the files with checksums, row
     count, bytes, schema, quality counts and the QC report. Keys a newer server adds are kept."""
 
@@ -471,34 +479,34 @@ class Manifest(BaseModel):
         return out
 
 
-class ReleaseResult(BaseModel):
+class ReleaseResult(Model):
     release: ReleaseOut  # type: ignore[valid-type]
     changed: bool = Field(description="False when the request was a no-op (same content already published).")
 
 
 # -- computed answers -------------------------------------------------------------------------
-class SchemaChange(BaseModel):
+class SchemaChange(Model):
     field: str
     change: Literal["added", "removed", "type_changed", "nullability_changed"]
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
 
 
-class SourceDiff(BaseModel):
+class SourceDiff(Model):
     source: str = Field(description="The samples' source dataset.")
     added: int
     removed: int
     changed: int = Field(description="Same sample id, different content hash.")
 
 
-class VersionRef(BaseModel):
+class VersionRef(Model):
     ref: str
     dataset: str
     version: int
     release: str | None = None
 
 
-class MixtureSourceDiff(BaseModel):
+class MixtureSourceDiff(Model):
     """One mixture source in two versions (None where it is not a source), each in its own unit."""
 
     source: str
@@ -512,7 +520,7 @@ class MixtureSourceDiff(BaseModel):
     target_epochs: float | None = None
 
 
-class MixtureDiff(BaseModel):
+class MixtureDiff(Model):
     """How the mixture changed: units (None: that version has no mixture), seeds and per source."""
 
     base_unit: str | None = None
@@ -522,7 +530,7 @@ class MixtureDiff(BaseModel):
     sources: list[MixtureSourceDiff]
 
 
-class Diff(BaseModel):
+class Diff(Model):
     """What changed from ``base`` to ``target``: samples per source, the schema, and the mixture."""
 
     base: VersionRef
@@ -535,7 +543,7 @@ class Diff(BaseModel):
     mixture: MixtureDiff | None = Field(default=None, description="None when neither version has a mixture.")
 
 
-class Quality(BaseModel):
+class Quality(Model):
     """What the release's QC report shows: the manifest's per-step verdict counts and quarantine counts,
     its QC report and its publish gate."""
 
@@ -547,7 +555,7 @@ class Quality(BaseModel):
 
 
 # -- what the in-process operations on tier data answer ------------------------------------------
-class RunResult(BaseModel):
+class RunResult(Model):
     """A committed run: the run (with its per-operator ``counts``) and the dataset version it made."""
 
     run: RunOut  # type: ignore[valid-type]
@@ -556,13 +564,13 @@ class RunResult(BaseModel):
     row_count: int
 
 
-class ExportFile(BaseModel):
+class ExportFile(Model):
     path: str = Field(description="Relative to the export's folder.")
     bytes: int
     xxh3_128: str
 
 
-class ExportShard(BaseModel):
+class ExportShard(Model):
     index: int
     files: list[ExportFile] = Field(description="Megatron: .bin and .idx; MDS: the .mds file.")
     lineage: ExportFile = Field(description="The shard's sequence-lineage table (Parquet).")
@@ -572,7 +580,7 @@ class ExportShard(BaseModel):
     tokens_by_source: dict[str, int]
 
 
-class ExportResult(BaseModel):
+class ExportResult(Model):
     """What ``export_release`` wrote. For megatron and mds, the shards as ``manifest.json`` lists them."""
 
     release: str
@@ -598,7 +606,7 @@ ExportOut = derive(
 )
 
 
-class SequencePiece(BaseModel):
+class SequencePiece(Model):
     """One sample's tokens inside one sequence: ``[seq_start, seq_end)`` of the sequence are
     ``[doc_start, doc_end)`` of the sample's tokens (its text's tokens followed by EOD)."""
 
@@ -610,7 +618,7 @@ class SequencePiece(BaseModel):
     doc_end: int
 
 
-class ExportSequence(BaseModel):
+class ExportSequence(Model):
     """Global sequence ``sequence`` of an export: its shard, its index there, and the samples in it."""
 
     export_id: str
@@ -621,7 +629,7 @@ class ExportSequence(BaseModel):
     samples: list[SequencePiece]
 
 
-class SampleSequence(BaseModel):
+class SampleSequence(Model):
     sequence: int
     shard: int
     shard_sequence: int
@@ -631,7 +639,7 @@ class SampleSequence(BaseModel):
     doc_end: int
 
 
-class SampleSequences(BaseModel):
+class SampleSequences(Model):
     """The sequences of an export that hold some of a sample's tokens, in order."""
 
     export_id: str
@@ -640,14 +648,14 @@ class SampleSequences(BaseModel):
     sequences: list[SampleSequence]
 
 
-class StepSample(BaseModel):
+class StepSample(Model):
     """One training sample of the step: its index in the reader's order and the sample pieces it is made of."""
 
     sample: int
     pieces: list[SequencePiece] = Field(description="seq_* count within this training sample's tokens.")
 
 
-class TrainingStep(BaseModel):
+class TrainingStep(Model):
     """The samples of global step ``step`` of a training job that read the export, in the job's order."""
 
     export_id: str
@@ -660,7 +668,7 @@ class TrainingStep(BaseModel):
     samples: list[StepSample]
 
 
-class ReaderJob(BaseModel):
+class ReaderJob(Model):
     """How a training job read an export with our reader: each rank ``r`` iterated
     ``ReleaseDataLoader(ReleaseDataset(ref, export=ID, rank=r, world_size=..., seed=..., epoch=...,
     remainder=..., shuffle=..., window_blocks=..., block_sequences=...), batch_size=..., num_workers=...,
@@ -678,19 +686,19 @@ class ReaderJob(BaseModel):
     block_sequences: int = Field(256, ge=1)
 
 
-class RankBatch(BaseModel):
+class RankBatch(Model):
     """One rank's batch of the step: the export's sequences in batch order, and the samples in each."""
 
     rank: int
     sequences: list[ExportSequenceSamples]
 
 
-class ExportSequenceSamples(BaseModel):
+class ExportSequenceSamples(Model):
     sequence: int = Field(description="The global sequence index (what the reader yields as ``sequence``).")
     samples: list[SequencePiece]
 
 
-class ReaderStep(BaseModel):
+class ReaderStep(Model):
     """The samples of global step ``step`` (of epoch ``job.epoch``) of a job that read the export with our
     reader: batch ``step`` of every rank."""
 
@@ -701,7 +709,7 @@ class ReaderStep(BaseModel):
     ranks: list[RankBatch]
 
 
-class ExportVerification(BaseModel):
+class ExportVerification(Model):
     export_id: str
     tier: str | None
     path: str
@@ -709,7 +717,7 @@ class ExportVerification(BaseModel):
     problems: list[str] = Field(description="Empty when every file reads back as recorded.")
 
 
-class DedupeResult(BaseModel):
+class DedupeResult(Model):
     """What ``dedupe_files`` wrote: the kept records of each input, in its own format, and the report."""
 
     inputs: int = Field(description="Input files.")
@@ -723,7 +731,7 @@ class DedupeResult(BaseModel):
     params: dict[str, Any] = Field(description="The same as the ``minhash_dedupe`` operator's parameters.")
 
 
-class ReplicaResult(BaseModel):
+class ReplicaResult(Model):
     """What a tier copy, move or verify did to the release's replica on ``tier``."""
 
     release: str
@@ -739,7 +747,7 @@ class ReplicaResult(BaseModel):
     problems: dict[str, str] | None = Field(default=None, description="A verify: file -> what is wrong with it.")
 
 
-class GcResult(BaseModel):
+class GcResult(Model):
     """What ``gc`` found (and, unless a dry run, deleted)."""
 
     dry_run: bool
@@ -749,7 +757,7 @@ class GcResult(BaseModel):
     retention_set: list[str] = Field(description="Tables given their retention properties back.")
 
 
-class PlannedMove(BaseModel):
+class PlannedMove(Model):
     """A move the placement rules want: pinned releases stay hot, idle or deprecated ones go cold."""
 
     release: str
@@ -758,12 +766,12 @@ class PlannedMove(BaseModel):
     reason: str
 
 
-class AppliedMove(BaseModel):
+class AppliedMove(Model):
     move: PlannedMove
     result: ReplicaResult
 
 
-class SampleSource(BaseModel):
+class SampleSource(Model):
     dataset: str | None = None
     version: int | None = None
     uri: str | None = None
@@ -772,7 +780,7 @@ class SampleSource(BaseModel):
     offset: int | None = None
 
 
-class LineageRecord(BaseModel):
+class LineageRecord(Model):
     step: int
     operator: str
     operator_version: str
@@ -783,7 +791,7 @@ class LineageRecord(BaseModel):
     run_id: str
 
 
-class SampleVerdict(BaseModel):
+class SampleVerdict(Model):
     """What one step of a run decided about one sample (a row of the version's lineage table)."""
 
     sample_id: str
@@ -793,7 +801,7 @@ class SampleVerdict(BaseModel):
     reason: str | None = None
 
 
-class DuplicateInfo(BaseModel):
+class DuplicateInfo(Model):
     method: str | None = None
     cluster_id: str | None = None
     kept_id: str | None = None
@@ -801,7 +809,7 @@ class DuplicateInfo(BaseModel):
     cluster_size: int | None = None
 
 
-class VersionLineage(BaseModel):
+class VersionLineage(Model):
     dataset: str
     version: int
     run_id: str
@@ -816,7 +824,7 @@ class VersionLineage(BaseModel):
     )
 
 
-class SampleLineage(BaseModel):
+class SampleLineage(Model):
     """A sample's whole history: source file and row, every operator's verdict, its duplicate cluster."""
 
     sample_id: str
@@ -827,7 +835,7 @@ class SampleLineage(BaseModel):
     sample: dict[str, Any] | None = Field(default=None, description="The sample row (text only if asked for).")
 
 
-class WhyNot(BaseModel):
+class WhyNot(Model):
     """Why a sample is (not) in a release."""
 
     sample_id: str
@@ -843,7 +851,7 @@ class WhyNot(BaseModel):
     found_in: list[VersionRef] = Field(default=[], description="Dataset versions whose output does hold the sample.")
 
 
-class SourceRelease(BaseModel):
+class SourceRelease(Model):
     release: str
     state: str
     dataset: str
@@ -851,14 +859,14 @@ class SourceRelease(BaseModel):
     samples: int
 
 
-class SourceReleases(BaseModel):
+class SourceReleases(Model):
     """Which releases contain samples of a source (a file URI or a dataset version), and how many."""
 
     source: str
     releases: list[SourceRelease]
 
 
-class EventAccepted(BaseModel):
+class EventAccepted(Model):
     run_id: str
     event_type: str
     job: str
@@ -866,12 +874,12 @@ class EventAccepted(BaseModel):
     outputs: int
 
 
-class GraphEdge(BaseModel):
+class GraphEdge(Model):
     origin: str
     destination: str
 
 
-class GraphNode(BaseModel):
+class GraphNode(Model):
     id: str
     type: Literal["DATASET", "JOB", "VERSION", "RUN", "RELEASE", "EXPORT", "MODEL", "EVALSET", "EVALSET_VERSION"]
     data: dict[str, Any]
@@ -881,13 +889,13 @@ class GraphNode(BaseModel):
     downstream: int = Field(0, description="Nodes this one has an edge to in the whole graph (as of the date asked).")
 
 
-class Graph(BaseModel):
+class Graph(Model):
     """Marquez's lineage graph shape."""
 
     graph: list[GraphNode]
 
 
-class SearchHit(BaseModel):
+class SearchHit(Model):
     kind: Literal["dataset", "release", "run", "sample", "source", "evalset"]
     id: str = Field(
         description="What to ask for next: a dataset or eval set name, NAME@TAG, a run or sample id, a "
@@ -897,20 +905,20 @@ class SearchHit(BaseModel):
     detail: str = ""
 
 
-class SearchGroup(BaseModel):
+class SearchGroup(Model):
     kind: str
     total: int = Field(description="Hits of this kind in all (``hits`` holds at most the limit asked for).")
     hits: list[SearchHit]
 
 
-class SearchResults(BaseModel):
+class SearchResults(Model):
     """What one search text found, grouped by kind (kinds with no hit are left out)."""
 
     query: str
     groups: list[SearchGroup]
 
 
-class Health(BaseModel):
+class Health(Model):
     status: str
     version: str
     database: str
@@ -931,7 +939,7 @@ TAKEDOWN_KINDS = ("copyright", "privacy", "opt_out", "quality", "other")
 SampleIdText = Annotated[str, Field(pattern=names.SAMPLE_ID_PATTERN)]
 
 
-class SourceSelector(BaseModel):
+class SourceSelector(Model):
     """Samples read from one source dataset: all of them, or those whose ``source_path`` matches a glob
     (``*`` and ``?`` stay within a folder, ``**`` crosses folders) and/or that were read from one file URI
     (a trailing ``/``: every file under that folder)."""
@@ -946,7 +954,7 @@ _PREDICATE_FIELD = r"^(meta\.[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}|source_dataset|so
 PredicateField = Annotated[str, Field(pattern=_PREDICATE_FIELD, examples=["meta.url", "meta.license", "source_uri"])]
 
 
-class FieldMatch(BaseModel):
+class FieldMatch(Model):
     """A condition on a field every sample keeps: ``meta.KEY`` (the record's other fields, compared as
     text) or one of the source columns. ``glob`` and ``regex`` (RE2) match the whole value."""
 
@@ -956,7 +964,7 @@ class FieldMatch(BaseModel):
     value: Text
 
 
-class FieldIn(BaseModel):
+class FieldIn(Model):
     """The field's value is one of ``value``."""
 
     model_config = ConfigDict(extra="forbid")
@@ -979,7 +987,7 @@ def _one_property(schema: dict[str, Any]) -> None:
         prop.pop("default", None)
 
 
-class TakedownSelector(BaseModel):
+class TakedownSelector(Model):
     """What a takedown removes, in exactly one form: the object has exactly one of these properties
     (``minProperties``/``maxProperties`` 1 in its schema)."""
 
@@ -1004,14 +1012,14 @@ class TakedownSelector(BaseModel):
         return self
 
 
-class TakedownCreate(BaseModel):
+class TakedownCreate(Model):
     model_config = ConfigDict(extra="forbid")
     selector: TakedownSelector
     kind: Literal["copyright", "privacy", "opt_out", "quality", "other"]
     reason: Text = Field(min_length=1, max_length=10_000, description="Why, as the requester put it.")
 
 
-class TakedownOut(BaseModel):
+class TakedownOut(Model):
     """A takedown request: what goes, who asked, why and when, and how far it got."""
 
     model_config = ConfigDict(from_attributes=True)
@@ -1026,14 +1034,14 @@ class TakedownOut(BaseModel):
     purged_at: UtcDatetime | None = None
 
 
-class AffectedFile(BaseModel):
+class AffectedFile(Model):
     path: str = Field(description="Relative to the release's data table, as in its manifest.")
     rows: int
     bytes: int
     affected: int = Field(description="Samples of this file the takedown removes.")
 
 
-class ReplicaImpact(BaseModel):
+class ReplicaImpact(Model):
     """Where the affected files' bytes live: every copy of the release."""
 
     tier: str
@@ -1042,7 +1050,7 @@ class ReplicaImpact(BaseModel):
     primary: bool
 
 
-class JobImpact(BaseModel):
+class JobImpact(Model):
     """A training job that read the release (from its recorded reads)."""
 
     job: str
@@ -1051,7 +1059,7 @@ class JobImpact(BaseModel):
     last_opened: UtcDatetime
 
 
-class ReleaseImpact(BaseModel):
+class ReleaseImpact(Model):
     release: str
     state: str
     dataset: str
@@ -1063,7 +1071,7 @@ class ReleaseImpact(BaseModel):
     jobs: list[JobImpact]
 
 
-class DownstreamVersion(BaseModel):
+class DownstreamVersion(Model):
     """A dataset version built (through dataset inputs, at any depth) from a version an affected release
     pins."""
 
@@ -1073,7 +1081,7 @@ class DownstreamVersion(BaseModel):
     run_id: str
 
 
-class TakedownPlan(BaseModel):
+class TakedownPlan(Model):
     """What applying the request would touch; computing it changes nothing."""
 
     request: TakedownOut
@@ -1086,7 +1094,7 @@ class TakedownPlan(BaseModel):
     )
 
 
-class Successor(BaseModel):
+class Successor(Model):
     """A release a takedown withdrew, and the one that replaces it."""
 
     release: str = Field(description="The withdrawn release.")
@@ -1097,7 +1105,7 @@ class Successor(BaseModel):
     files_rewritten: int = Field(description="Files holding removed samples; every other file is shared.")
 
 
-class TakedownPurged(BaseModel):
+class TakedownPurged(Model):
     """What a purge deleted. Run again after a kill, it reports what that run deleted."""
 
     request: TakedownOut
@@ -1112,7 +1120,7 @@ class TakedownPurged(BaseModel):
     successors_verified: list[str] = Field(description="TIER:RELEASE checks passed before anything was deleted.")
 
 
-class TakedownApplied(BaseModel):
+class TakedownApplied(Model):
     request: TakedownOut
     successors: list[Successor]
     purge: TakedownPurged | None = Field(default=None, description="With ``purge``: what it deleted.")
@@ -1127,7 +1135,7 @@ EvalSetOut = derive(
 )
 
 
-class EvalSetReport(BaseModel):
+class EvalSetReport(Model):
     """What registering a version accepted but counted: items with an empty checked field (per field),
     duplicate items (copies of an earlier item's text), items with fewer units than the n-gram size
     (each counts as one n-gram), and the rows quarantined, by reason."""
@@ -1158,14 +1166,14 @@ EvalSetVersionOut = derive(
 )
 
 
-class EvalSetRegistered(BaseModel):
+class EvalSetRegistered(Model):
     """The version registered; ``changed`` is False when the same content was already that version."""
 
     evalset: EvalSetVersionOut  # type: ignore[valid-type]
     changed: bool
 
 
-class EvalSetDiff(BaseModel):
+class EvalSetDiff(Model):
     """Items added, removed and changed (same id, other text) from ``base`` to ``target`` (ids: the first 1000
     of each); for collections, the members added and removed."""
 
@@ -1181,7 +1189,7 @@ class EvalSetDiff(BaseModel):
     removed_members: list[str] = Field(default_factory=list)
 
 
-class CollectionCreate(BaseModel):
+class CollectionCreate(Model):
     """A collection version: its members as NAME:vN (NAME alone: that set's latest version, pinned now)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -1196,26 +1204,26 @@ class CollectionCreate(BaseModel):
     description: Annotated[Text, Field(max_length=100_000)] | None = None
 
 
-class EvalSetDeprecate(BaseModel):
+class EvalSetDeprecate(Model):
     model_config = ConfigDict(extra="forbid")
     reason: Annotated[Text, Field(max_length=10_000)] = ""
 
 
-class ReleaseCheck(BaseModel):
+class ReleaseCheck(Model):
     """One release checked against an eval set's versions, as recorded on the release."""
 
     release: str
     evalsets: dict[str, EvalSetContamination]
 
 
-class EvalSetCheck(BaseModel):
+class EvalSetCheck(Model):
     """``lineage evalset check``: the releases checked against ``evalset`` (each member of a collection)."""
 
     evalset: str
     releases: list[ReleaseCheck]
 
 
-class ItemSample(BaseModel):
+class ItemSample(Model):
     """A sample containing the eval item: the item's n-grams it holds and its own n-grams that are the item's."""
 
     sample_id: str
@@ -1225,7 +1233,7 @@ class ItemSample(BaseModel):
     sample_ngrams: int
 
 
-class ItemSamples(BaseModel):
+class ItemSamples(Model):
     """Every sample of a checked dataset version (a release's) that contains eval item ``item_id`` above the
     check's threshold, in sample id order, one page at a time (``offset = offset + limit`` while
     ``offset < total``), with the check it comes from."""
@@ -1246,7 +1254,7 @@ class ItemSamples(BaseModel):
 
 
 # -- eval runs: eval results traced to data (issue #19, item 3) --------------------------------------------
-class EvalRunCreate(BaseModel):
+class EvalRunCreate(Model):
     """A model evaluated on an eval set version, and the training jobs that produced it (the ``job`` of
     their releases' usage records)."""
 
@@ -1269,7 +1277,7 @@ EvalRunOut = derive(
 )
 
 
-class ReleaseContamination(BaseModel):
+class ReleaseContamination(Model):
     """What is known of one eval set version in one release: None when it was never checked."""
 
     evalset: str
@@ -1278,13 +1286,13 @@ class ReleaseContamination(BaseModel):
     items: list[str] = Field(default_factory=list)
 
 
-class TrainedOn(BaseModel):
+class TrainedOn(Model):
     release: str
     jobs: list[str]
     contamination: list[ReleaseContamination]
 
 
-class EvalRunProvenance(BaseModel):
+class EvalRunProvenance(Model):
     """For an eval run: the releases its model trained on (through its jobs' recorded reads), and whether
     any of them held items of the eval set version (and which)."""
 
@@ -1293,14 +1301,26 @@ class EvalRunProvenance(BaseModel):
     contaminated: bool | None = Field(description="None when some release was never checked against the set")
 
 
-class ReleaseEval(BaseModel):
+class ReleaseEval(Model):
     job: str
     eval_run: EvalRunOut  # type: ignore[valid-type]
 
 
-class ReleaseEvals(BaseModel):
+class ReleaseEvals(Model):
     """For a release: the models trained on it (jobs that read it) and their eval results."""
 
     release: str
     jobs: list[str]
     evals: list[ReleaseEval]
+
+
+def build_all() -> None:
+    """Build every deferred schema of this module now, and stop deferring. The HTTP app calls it before
+    it declares a route: FastAPI wraps a body model in a ``TypeAdapter`` when the route is declared, and an
+    adapter over a deferring model builds later, outside FastAPI's context (pydantic then warns that the
+    body's alias has no effect). A server pays for all of them once, at start."""
+    for value in list(globals().values()):
+        if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel:
+            value.model_config["defer_build"] = False
+            value.model_rebuild()
+
