@@ -8,7 +8,7 @@ from typing import Literal, get_args
 from operators.base import Params
 from storage.errors import Invalid
 
-Script = Literal["auto", "latin", "cjk"]
+Script = Literal["mixed", "auto", "latin", "cjk"]
 Verify = Literal["none", "estimate", "exact"]
 Survivor = Literal["longest", "shortest", "smallest_id"]
 
@@ -52,7 +52,7 @@ class MinHashParams(Params):
     rows: int | None = None
     false_positive_weight: float = 0.002
     false_negative_weight: float = 0.998
-    script: Script = "auto"
+    script: Script = "mixed"
     cjk_ratio: float = 0.0
     verify: Verify = "exact"
     survivor: Survivor = "longest"

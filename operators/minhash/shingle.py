@@ -30,8 +30,8 @@ from operators.minhash._jit import njit
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.params import MinHashParams
 
-_MODE_AUTO, _MODE_LATIN, _MODE_CJK = 0, 1, 2
-_MODES = {"auto": _MODE_AUTO, "latin": _MODE_LATIN, "cjk": _MODE_CJK}
+_MODE_AUTO, _MODE_LATIN, _MODE_CJK, _MODE_MIXED = 0, 1, 2, 3
+_MODES = {"auto": _MODE_AUTO, "latin": _MODE_LATIN, "cjk": _MODE_CJK, "mixed": _MODE_MIXED}
 
 
 @njit(cache=True)
@@ -154,6 +154,47 @@ def _word_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units:
 
 
 @njit(cache=True)
+def _mixed_units(
+    data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray
+) -> tuple[int, int, int]:
+    """The word units of a text with its CJK characters deleted (each ends a word, as whitespace
+    does), as ``_word_units`` makes them; and the text's CJK and non-whitespace character counts."""
+    k = 0
+    h = FNV_OFFSET
+    in_word = False
+    n_cjk = 0
+    n_chars = 0
+    i = start
+    while i < end:
+        b = data[i]
+        if b < 0x80:  # ASCII fast path: no decoding
+            cp, nxt = np.int64(b), i + 1
+        else:
+            cp, nxt = _decode(data, i)
+        if drop[cp]:
+            pass
+        elif is_space(cp) or (cp >= 0x1100 and is_cjk(cp)):
+            if in_word:
+                units[k] = fmix64(h)
+                k += 1
+                h = FNV_OFFSET
+                in_word = False
+            if cp >= 0x1100 and not is_space(cp):
+                n_cjk += 1
+                n_chars += 1
+        else:
+            for j in range(i, nxt):
+                h = (h ^ np.uint64(data[j])) * FNV_PRIME
+            in_word = True
+            n_chars += 1
+        i = nxt
+    if in_word:
+        units[k] = fmix64(h)
+        k += 1
+    return k, n_cjk, n_chars
+
+
+@njit(cache=True)
 def _char_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> int:
     k = 0
     i = start
@@ -180,10 +221,18 @@ def _shingle_kernel(
     pos = 0
     for d in range(n_docs):
         start, end = offsets[d], offsets[d + 1]
-        cjk = _is_cjk_doc(data, start, end, drop, cjk_ratio) if mode == _MODE_AUTO else mode == _MODE_CJK
+        if mode == _MODE_MIXED:  # cjk_ratio is the largest CJK share a text with a word half has
+            k, n_cjk, n_chars = _mixed_units(data, start, end, drop, units)
+            cjk = n_cjk > 0
+            if cjk and (k == 0 or n_cjk > cjk_ratio * n_chars):
+                k = -1  # no word half
+        else:
+            cjk = _is_cjk_doc(data, start, end, drop, cjk_ratio) if mode == _MODE_AUTO else mode == _MODE_CJK
+            k = _char_units(data, start, end, drop, units) if cjk else _word_units(data, start, end, drop, units)
         cjk_docs[d] = cjk
-        k = _char_units(data, start, end, drop, units) if cjk else _word_units(data, start, end, drop, units)
-        if k < ngram:
+        if k < 0:
+            pass
+        elif k < ngram:
             hashes[pos] = _ngram(units, 0, k)
             pos += 1
         else:
@@ -192,6 +241,15 @@ def _shingle_kernel(
                 pos += 1
         out_offsets[d + 1] = pos
     return hashes[:pos].copy(), out_offsets, cjk_docs
+
+
+def word_half_share(params: MinHashParams) -> float:
+    """The largest share of CJK characters a ``script="mixed"`` text with a CJK character keeps a
+    word half at: twice ``1 - threshold``. A text with more cannot reach the threshold, by
+    character n-grams, against one without CJK characters (its shingles holding a CJK character,
+    at least about as many as those characters, are in no such text), so its word half could only
+    add candidates that verification rejects; a Chinese corpus then adds none."""
+    return min(1.0, 2.0 * (1.0 - params.threshold))
 
 
 def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -214,7 +272,8 @@ def shingle_hashes(
     """
     data, offsets = string_buffers(fold(texts))
     drop = punct_or_symbol_table()
-    args = (data, offsets, drop, params.ngram, _MODES[params.script], params.cjk_ratio)
+    share = word_half_share(params) if params.script == "mixed" else params.cjk_ratio
+    args = (data, offsets, drop, params.ngram, _MODES[params.script], share)
     if offsets[-1] - offsets[0] <= small.SHINGLE_LIMIT:
         return small.shingle_hashes(*args)
     return _shingle_kernel(*args)
