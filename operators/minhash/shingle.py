@@ -154,9 +154,7 @@ def _word_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units:
 
 
 @njit(cache=True)
-def _mixed_units(
-    data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray
-) -> tuple[int, int, int]:
+def _mixed_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> tuple[int, int, int]:
     """The word units of a text with its CJK characters deleted (each ends a word, as whitespace
     does), as ``_word_units`` makes them; and the text's CJK and non-whitespace character counts."""
     k = 0

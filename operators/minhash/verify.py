@@ -25,9 +25,7 @@ def _estimate_kernel(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.n
     return out
 
 
-def estimated_jaccard(
-    sigs: np.ndarray, src: np.ndarray, dst: np.ndarray, num_perm: int | None = None
-) -> np.ndarray:
+def estimated_jaccard(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray, num_perm: int | None = None) -> np.ndarray:
     """Share of equal signature values per pair, as ``datasketch.MinHash.jaccard`` computes it.
 
     Of ``script="mixed"`` signatures (``2 * num_perm`` wide; pass ``num_perm``): by the character

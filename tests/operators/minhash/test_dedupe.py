@@ -12,7 +12,6 @@ import pytest
 from datasketch import MinHash
 
 from operators.lineage_records import LINEAGE_SCHEMA
-from operators.minhash.lsh import sketch_bands
 from operators.minhash import (
     DECISION_SCHEMA,
     SIGNATURE_SCHEMA,
@@ -28,6 +27,7 @@ from operators.minhash import (
     signature_batch,
     signatures,
 )
+from operators.minhash.lsh import sketch_bands
 
 _WORDS = [f"w{i}" for i in range(5000)]
 

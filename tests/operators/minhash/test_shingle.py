@@ -94,7 +94,10 @@ def test_word_order_matters() -> None:
 
 def test_cjk_character_ngrams_ignore_whitespace() -> None:
     # the character half of a script="mixed" signature, and script="cjk"
-    (hashes,), (spaced,) = _doc_hashes(["我们今天去公园散步"], script="cjk"), _doc_hashes(["我们 今天\n去公园 散步"], script="cjk")
+    (hashes,), (spaced,) = (
+        _doc_hashes(["我们今天去公园散步"], script="cjk"),
+        _doc_hashes(["我们 今天\n去公园 散步"], script="cjk"),
+    )
     assert len(hashes) == 9 - 5 + 1
     np.testing.assert_array_equal(hashes, spaced)
 
