@@ -1,6 +1,6 @@
 """Shingle hashes: normalised text -> one flat uint32 array of shingle hashes per batch.
 
-One numba pass over the UTF-8 bytes of a batch does splitting, script detection and n-gram
+One numba pass over the UTF-8 bytes of a batch does splitting, CJK detection and n-gram
 hashing, so nothing is materialised per token or per shingle as a Python object.
 
 Shingle hash, format 1 (stored signatures depend on it; bump ``SIGNATURE_FORMAT_VERSION`` in
@@ -13,10 +13,29 @@ Shingle hash, format 1 (stored signatures depend on it; bump ``SIGNATURE_FORMAT_
 * a document with fewer than ``n`` units yields one shingle over all its units (possibly none).
 
 Punctuation and symbols (P*, S*) are skipped as if deleted; whitespace is exactly Python's
-``str.isspace()``. With ``script="auto"`` a document is CJK when it has at least one Han, kana,
-Bopomofo or Hangul character and at least ``cjk_ratio`` of its remaining non-whitespace
-characters are such characters. The default ratio, 0, makes any CJK character enough: a Chinese
-document and its near twin then share one shingle space however much English either embeds.
+``str.isspace()``. A CJK character is a Han (extensions and compatibility included), kana,
+Bopomofo or Hangul one (:func:`is_cjk`).
+
+``script`` (``params.py``):
+
+* ``"mixed"`` (default). No document is classified. Every document has a **word half**: the word
+  n-grams of its text with every CJK character deleted (a CJK character ends a word, as
+  whitespace does), so a text without CJK characters has exactly the ``"latin"`` shingles. A
+  document with a CJK character also has a **character half**: its ``"cjk"`` shingles, made by
+  ``signature.char_half`` (this function returns the word half and says which documents have a
+  CJK character). Both halves are sketched and banded; a pair sharing a bucket of either is a
+  candidate, and verification compares a pair by characters when either text has a CJK
+  character (the reference metric), by words otherwise. A text without CJK characters and its
+  twin with a few therefore meet in the word half and are judged by characters. A text whose CJK
+  characters exceed :func:`word_half_share` of its characters has no word half (it could not
+  reach the threshold against a text without CJK characters; a Chinese corpus adds no
+  candidates from English fragments), and none either when deleting its CJK characters leaves
+  no word.
+* ``"auto"`` (the rule before #18): a document is CJK when it has at least one CJK character and
+  at least ``cjk_ratio`` of its remaining non-whitespace characters are CJK; CJK documents are
+  shingled by characters, others by words. A text without CJK characters and its twin with one
+  then share no shingle at all.
+* ``"latin"``: word n-grams; ``"cjk"``: character n-grams with whitespace removed, for every text.
 """
 
 from __future__ import annotations
