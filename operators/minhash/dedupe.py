@@ -187,10 +187,11 @@ def _decide(
     bands: np.ndarray,
     params: MinHashParams,
     texts: pa.Array | pa.ChunkedArray | PermutedTexts | None,
+    priority: np.ndarray | None = None,
 ) -> pa.Table:
     labels, sets = _cluster(sigs, bands, params, texts)
     jaccard = sets.jaccard if sets is not None else (lambda s, d: estimated_jaccard(sigs, s, d, params.num_perm))
-    return decide(sample_ids, labels, text_lengths, published, params.survivor, jaccard)
+    return decide(sample_ids, labels, text_lengths, published, params.survivor, jaccard, priority)
 
 
 def _published(table: pa.Table) -> np.ndarray:
@@ -199,13 +200,21 @@ def _published(table: pa.Table) -> np.ndarray:
     return table.column("published").fill_null(False).to_numpy().astype(bool)
 
 
+def _priority(table: pa.Table) -> np.ndarray | None:
+    """Each row's source rank (``priority`` column, null = 0), or None when the table has none."""
+    if "priority" not in table.column_names:
+        return None
+    return table.column("priority").fill_null(0).to_numpy().astype(np.int64)
+
+
 def dedupe(
     table: pa.Table, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | PermutedTexts | None = None
 ) -> pa.Table:
     """Decisions (``survivors.DECISION_SCHEMA``, input order) for every row of ``table``.
 
-    ``table`` has the ``store.SIGNATURE_SCHEMA`` columns and optionally a boolean ``published``
-    column (published rows always survive). ``texts`` (aligned with the rows) is needed only for
+    ``table`` has the ``store.SIGNATURE_SCHEMA`` columns, optionally a boolean ``published``
+    column (published rows always survive) and an int64 ``priority`` column (a source's rank:
+    higher survives, before the ``survivor`` policy). ``texts`` (aligned with the rows) is needed only for
     ``verify="exact"``.
     """
     sigs, bands = load_signatures(table, params)
@@ -217,6 +226,7 @@ def dedupe(
         bands,
         params,
         texts,
+        _priority(table),
     )
 
 
@@ -275,5 +285,6 @@ def dedupe_incremental(
         np.concatenate([new_bands, old_bands[rows]]),
         params,
         texts,
+        None if (rank := _priority(new)) is None else np.concatenate([rank, np.zeros(len(rows), np.int64)]),
     )
     return decisions.slice(0, new.num_rows)
