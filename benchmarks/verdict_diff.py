@@ -67,9 +67,8 @@ class Side:
 def _dropped_by(side: Side, ids: list[str]) -> dict[str, tuple[str, str]]:
     """id -> (operator, reason) of the step that dropped it, from the release's lineage table."""
     table = side.table("lineage", ["sample_id", "operator", "verdict", "reason"])
-    table = table.filter(
-        pc.is_in(table.column("sample_id"), pa.array(ids)) & pc.equal(table.column("verdict"), "dropped")
-    )
+    wanted = pc.and_(pc.is_in(table.column("sample_id"), pa.array(ids)), pc.equal(table.column("verdict"), "dropped"))
+    table = table.filter(wanted)
     return {r["sample_id"]: (r["operator"], r["reason"] or "") for r in table.to_pylist()}
 
 

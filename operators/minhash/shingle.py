@@ -266,7 +266,7 @@ def word_half_share(params: MinHashParams) -> float:
     character n-grams, against one without CJK characters (its shingles holding a CJK character,
     at least about as many as those characters, are in no such text), so its word half could only
     add candidates that verification rejects; a Chinese corpus then adds none."""
-    return min(1.0, 2.0 * (1.0 - params.threshold))
+    return round(min(1.0, 2.0 * (1.0 - params.threshold)), 6)  # 0.4 at 0.8, not 0.3999999999999999
 
 
 def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
