@@ -21,9 +21,9 @@ Bopomofo or Hangul one (:func:`is_cjk`).
 * ``"mixed"`` (default). No document is classified. Every document has a **word half**: the word
   n-grams of its text with every CJK character deleted (a CJK character ends a word, as
   whitespace does), so a text without CJK characters has exactly the ``"latin"`` shingles. A
-  document with a CJK character also has a **character half**: its ``"cjk"`` shingles, made by
-  ``signature.char_half`` (this function returns the word half and says which documents have a
-  CJK character). Both halves are sketched and banded; a pair sharing a bucket of either is a
+  document with a CJK character also has a **character half**: its ``"cjk"`` shingles
+  (:func:`mixed_shingles` makes both; :func:`shingle_hashes` returns the word half and says which
+  documents have a CJK character). Both halves are sketched and banded; a pair sharing a bucket of either is a
   candidate, and verification compares a pair by characters when either text has a CJK
   character (the reference metric), by words otherwise. A text without CJK characters and its
   twin with a few therefore meet in the word half and are judged by characters. A text whose CJK
@@ -39,6 +39,8 @@ Bopomofo or Hangul one (:func:`is_cjk`).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -285,9 +287,33 @@ def shingle_hashes(
 
     Returns ``(hashes, offsets, is_cjk)``: document ``i``'s shingle hashes are
     ``hashes[offsets[i]:offsets[i + 1]]`` (uint32, in text order, repeats kept), and ``is_cjk[i]``
-    says whether it was shingled by characters.
+    says whether it was shingled by characters (``script="mixed"``: its word half, and whether it
+    has a CJK character).
     """
+    return _folded_shingles(*string_buffers(fold(texts)), params)
+
+
+def mixed_shingles(
+    texts: pa.Array | pa.ChunkedArray, params: MinHashParams
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Both halves of ``script="mixed"``, normalising once: ``(word hashes, their offsets, has_cjk,
+    character hashes, their offsets)``; the character half covers only the texts with a CJK
+    character, in order (``np.flatnonzero(has_cjk)``)."""
     data, offsets = string_buffers(fold(texts))
+    hashes, hash_offsets, cjk = _folded_shingles(data, offsets, params)
+    rows = np.flatnonzero(cjk)
+    if len(rows) < len(cjk):  # the CJK texts' bytes only: the others are never read by character
+        starts, lengths = offsets[rows], offsets[rows + 1] - offsets[rows]
+        sub_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        data = data[np.repeat(starts - sub_offsets[:-1], lengths) + np.arange(sub_offsets[-1])]
+        offsets = sub_offsets
+    char_hashes, char_offsets, _ = _folded_shingles(data, offsets, replace(params, script="cjk"))
+    return hashes, hash_offsets, cjk, char_hashes, char_offsets
+
+
+def _folded_shingles(
+    data: np.ndarray, offsets: np.ndarray, params: MinHashParams
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     drop = punct_or_symbol_table()
     share = word_half_share(params) if params.script == "mixed" else params.cjk_ratio
     args = (data, offsets, drop, params.ngram, _MODES[params.script], share)

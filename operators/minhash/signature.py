@@ -12,7 +12,6 @@ modulo) and its 61-to-32-bit fold biases estimates on large sets.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +19,7 @@ import pyarrow as pa
 from operators.minhash import small
 from operators.minhash._jit import njit
 from operators.minhash.params import MinHashParams
-from operators.minhash.shingle import shingle_hashes
+from operators.minhash.shingle import mixed_shingles, shingle_hashes
 
 _EMPTY = np.uint32(0xFFFFFFFF)
 
@@ -79,26 +78,20 @@ def signatures_from_hashes(hashes: np.ndarray, offsets: np.ndarray, num_perm: in
 def signatures(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) -> np.ndarray:
     """Raw texts of one batch -> ``(len(texts), num_perm)`` uint32 signatures.
 
-    With ``script="mixed"`` they are ``(len(texts), 2 * num_perm)``: the token stream's signature,
-    then :func:`char_half`.
+    With ``script="mixed"`` they are ``(len(texts), 2 * num_perm)``: the word half's signature, then
+    the character half's (all ``2^32-1`` for a text without CJK characters).
 
     Call it per batch (memory is bounded by the batch), then keep only the signatures.
     """
-    hashes, offsets, cjk = shingle_hashes(texts, params)
-    sigs = signatures_from_hashes(hashes, offsets, params.num_perm, params.seed)
     if params.script != "mixed":
-        return sigs
-    return np.hstack([sigs, char_half(texts, cjk, params)])
-
-
-def char_half(texts: pa.Array | pa.ChunkedArray, cjk: np.ndarray, params: MinHashParams) -> np.ndarray:
-    """The second half of a ``script="mixed"`` signature: character n-grams of the texts with a CJK
-    character, the empty signature (all ``2^32-1``) for the others, which are never read by character."""
-    out = np.full((len(cjk), params.num_perm), _EMPTY, dtype=np.uint32)
-    rows = np.flatnonzero(cjk)
-    if len(rows):
-        if isinstance(texts, pa.ChunkedArray):
-            texts = texts.combine_chunks()
-        hashes, offsets, _ = shingle_hashes(texts.take(pa.array(rows)), replace(params, script="cjk"))
-        out[rows] = signatures_from_hashes(hashes, offsets, params.num_perm, params.seed)
+        hashes, offsets, _ = shingle_hashes(texts, params)
+        return signatures_from_hashes(hashes, offsets, params.num_perm, params.seed)
+    hashes, offsets, cjk, char_hashes, char_offsets = mixed_shingles(texts, params)
+    out = np.full((len(cjk), 2 * params.num_perm), _EMPTY, dtype=np.uint32)
+    lengths = np.diff(offsets)
+    words = np.flatnonzero(lengths)  # a Chinese text often has no word half: do not loop over it
+    word_offsets = np.concatenate([[0], np.cumsum(lengths[words])]).astype(np.int64)
+    out[words, : params.num_perm] = signatures_from_hashes(hashes, word_offsets, params.num_perm, params.seed)
+    # the character half: empty (all 2^32-1) for a text without CJK characters, never read by character
+    out[cjk, params.num_perm :] = signatures_from_hashes(char_hashes, char_offsets, params.num_perm, params.seed)
     return out
