@@ -107,7 +107,7 @@ class _ShingleSets:
     Built batch by batch so normalising and shingling never hold more than one batch of text
     beyond the input; only the (deduplicated) sets are kept. With ``script="mixed"`` a pair in
     which either text has a CJK character is compared by character n-grams (the reference
-    metric), other pairs by the token stream; character sets are made on first use, only for
+    metric), other pairs by their word halves; character sets are made on first use, only for
     the rows of such pairs.
     """
 
@@ -122,7 +122,6 @@ class _ShingleSets:
         self._cjk[rows] = cjk
         self._chars = params.script == "mixed" and bool(cjk.any())
         self._char_local = np.full(len(texts), -1, dtype=np.int64)
-        self._char_parts: list[tuple[np.ndarray, np.ndarray]] = []
         self._char_sets, self._char_offsets = np.zeros(0, np.uint32), np.zeros(1, np.int64)
 
     def _by_chars(self, rows: np.ndarray) -> None:
