@@ -312,3 +312,20 @@ def test_permuted_texts_verify_as_a_sorted_copy_does() -> None:
         module_dedupe._SET_BATCH = old_batch
     assert got.equals(want)
     assert pa.compute.sum(pa.compute.equal(want.column("verdict"), "dropped")).as_py() >= 100
+
+
+def test_priority_orders_a_cluster_after_published_and_before_the_policy() -> None:
+    ids = pa.array(["a", "b", "c", "d"])
+    labels = np.array([0, 0, 0, 1])
+    lengths = np.array([10, 30, 20, 5])
+    none = np.zeros(4, bool)
+
+    def kept(published: np.ndarray, priority: np.ndarray | None) -> list[str | None]:
+        out = decide(ids, labels, lengths, published, "longest", lambda s, d: np.ones(len(s)), priority)
+        return out.column("kept_id").to_pylist()
+
+    assert kept(none, None) == ["b", None, "b", None]  # the longest
+    assert kept(none, np.zeros(4, np.int64)) == kept(none, None)  # equal ranks: the default order
+    assert kept(none, np.array([0, 0, 1, 0])) == ["c", "c", None, None]  # the higher rank, though shorter
+    published = np.array([True, False, False, False])
+    assert kept(published, np.array([0, 0, 1, 0])) == [None, "a", "a", None]  # published still first
