@@ -19,7 +19,7 @@ from operators.minhash._threads import ordered_map
 from operators.minhash.lsh import ABSENT, candidate_edges
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
-from operators.minhash.store import load_signatures
+from operators.minhash.store import load_signatures, widen
 from operators.minhash.survivors import decide
 from operators.minhash.union_find import connected_components
 from operators.minhash.verify import estimated_jaccard, exact_jaccard, sorted_sets
@@ -236,13 +236,29 @@ def _sharing_a_bucket(bands: np.ndarray, other: np.ndarray) -> np.ndarray:
     return np.flatnonzero(hit)
 
 
+Loaded = tuple[np.ndarray, np.ndarray]
+
+
+def _aligned_both(a: Loaded, b: Loaded, params: MinHashParams) -> tuple[Loaded, Loaded]:
+    """Two loaded tables at one width (``script="mixed"`` loads a table without CJK texts narrow)."""
+    if a[0].shape[1] == b[0].shape[1]:
+        return a, b
+    return widen(*a, params.num_perm), widen(*b, params.num_perm)
+
+
+def _aligned(a: Loaded, b: Loaded, params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
+    """The band matrices of :func:`_aligned_both`."""
+    (_, a_bands), (_, b_bands) = _aligned_both(a, b, params)
+    return a_bands, b_bands
+
+
 def published_candidates(new: pa.Table, published: pa.Table, params: MinHashParams) -> np.ndarray:
     """Positions of the ``published`` rows sharing an LSH bucket with some row of ``new``.
 
     Only these rows can join a new row's cluster. With ``verify="exact"`` an engine can load
     just their texts and pass ``published.take(rows)`` to :func:`dedupe_incremental`.
     """
-    return _sharing_a_bucket(load_signatures(published, params)[1], load_signatures(new, params)[1])
+    return _sharing_a_bucket(*_aligned(load_signatures(published, params), load_signatures(new, params), params))
 
 
 def dedupe_incremental(
@@ -260,8 +276,9 @@ def dedupe_incremental(
     costs one pass over its band hashes (``cluster_id``/``cluster_size`` count only those rows).
     Texts, aligned with their tables, are needed only for ``verify="exact"``.
     """
-    new_sigs, new_bands = load_signatures(new, params)
-    old_sigs, old_bands = load_signatures(published, params)
+    (new_sigs, new_bands), (old_sigs, old_bands) = _aligned_both(
+        load_signatures(new, params), load_signatures(published, params), params
+    )
     rows = _sharing_a_bucket(old_bands, new_bands)
     log.info(
         "minhash incremental: %d new docs, %d of %d published docs share a bucket",

@@ -124,7 +124,7 @@ def _signature_matrix(column: pa.ChunkedArray, num_perm: int, mixed: bool) -> np
     _, offsets_buf, data_buf = array.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int32)[array.offset : array.offset + len(array) + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]].view("<u4")
-    if not mixed:
+    if not mixed or len(data) == len(array) * num_perm:  # no text with a character half: no room for one
         return data.reshape(len(array), num_perm)
     out = np.full((len(array), width), 0xFFFFFFFF, dtype=np.uint32)
     out[_halves(len(array), width, np.diff(offsets) == num_perm * 8)] = data
@@ -136,7 +136,7 @@ def _band_matrix(column: pa.ChunkedArray, bands: int, mixed: bool) -> np.ndarray
     if not (_all_equal(lengths, bands) or (mixed and _all_in(lengths, (bands, 2 * bands)))):
         raise ValueError(f"bands: every row must hold {bands} values{' or 2x that' if mixed else ''}")
     values = column.combine_chunks().flatten().to_numpy().view(np.uint64)
-    if not mixed:
+    if not mixed or len(values) == len(column) * bands:
         return values.reshape(len(column), bands)
     out = np.zeros((len(column), 2 * bands), dtype=np.uint64)  # ABSENT where not stored
     out[_halves(len(column), 2 * bands, lengths.to_numpy() == 2 * bands)] = values
@@ -147,9 +147,19 @@ def _all_in(values: pa.ChunkedArray | pa.Array, allowed: tuple[int, int]) -> boo
     return bool(pc.all(pc.is_in(values, pa.array(allowed, values.type))).as_py()) if len(values) else True
 
 
+def widen(sigs: np.ndarray, bands: np.ndarray, num_perm: int) -> tuple[np.ndarray, np.ndarray]:
+    """``script="mixed"`` matrices at their full width (an empty character half, :data:`ABSENT` bands),
+    so two loaded tables line up whether or not either holds a text with a CJK character."""
+    if sigs.shape[1] == 2 * num_perm:
+        return sigs, bands
+    empty = np.full_like(sigs, 0xFFFFFFFF)
+    return np.hstack([sigs, empty]), np.hstack([bands, np.zeros_like(bands)])
+
+
 def load_signatures(table: pa.Table, params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
     """``(signatures, band hashes)`` of stored rows, as ``signatures`` and ``sketch_bands`` make them:
-    ``(n, num_perm)`` uint32 and ``(n, bands)`` uint64, each twice as wide for ``script="mixed"``."""
+    ``(n, num_perm)`` uint32 and ``(n, bands)`` uint64; for ``script="mixed"`` twice as wide, unless
+    no row has a character half (an English corpus then costs no more memory; :func:`widen`)."""
     expected = sketch_id(params)
     if not _all_equal(table.column("sketch"), expected):
         found = pc.unique(table.column("sketch")).to_pylist()

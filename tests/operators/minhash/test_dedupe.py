@@ -181,7 +181,8 @@ def test_signature_table_roundtrip_and_refusal() -> None:
     assert table.schema == SIGNATURE_SCHEMA
     assert table.column("text_length").to_pylist() == [len(t) for t in texts]
     sigs, bands = load_signatures(table, params)
-    np.testing.assert_array_equal(sigs, signatures(pa.array(texts), params))
+    # no text has a CJK character: the mixed signatures load as their word halves only
+    np.testing.assert_array_equal(sigs, signatures(pa.array(texts), params)[:, :128])
     np.testing.assert_array_equal(bands, sketch_bands(sigs, 21, 6, 128))
     _, rebanded = load_signatures(table, MinHashParams(bands=16, rows=8))
     np.testing.assert_array_equal(rebanded, sketch_bands(sigs, 16, 8, 128))

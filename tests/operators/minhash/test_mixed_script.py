@@ -19,7 +19,7 @@ import pytest
 
 from benchmarks.evalsets import build_zh_mixed
 from benchmarks.evalsets.reference import char_shingles
-from operators.minhash import MinHashParams, dedupe, load_signatures, signature_batch
+from operators.minhash import MinHashParams, dedupe, dedupe_incremental, load_signatures, signature_batch
 
 SECTIONS = (
     "man/zh_CN/man1/systemd-ask-password.1#6",
@@ -86,3 +86,20 @@ def test_mixed_signatures_store_a_character_half_only_with_cjk(pairs: list[tuple
     assert (bands[1::2, 21:] == 0).all() and (bands[::2, 21:] != 0).all()
     _, rebanded = load_signatures(pa.Table.from_batches([batch]), replace(params, bands=16, rows=8))
     assert (rebanded[1::2, 16:] == 0).all() and (rebanded[::2, 16:] != 0).all()
+
+
+def test_an_english_twin_is_deduped_against_a_published_release_with_cjk(pairs: list[tuple[str, str]]) -> None:
+    """The new table has no CJK text (its signatures load narrow), the published one has: they line up."""
+    params = MinHashParams()
+    texts, twins = [p[0] for p in pairs], [p[1] for p in pairs]
+    published = pa.Table.from_batches(
+        [signature_batch(pa.array([f"p{i}" for i in range(len(texts))]), pa.array(texts), params)]
+    )
+    new = pa.Table.from_batches(
+        [signature_batch(pa.array([f"n{i}" for i in range(len(twins))]), pa.array(twins), params)]
+    )
+    assert load_signatures(new, params)[0].shape[1] == params.num_perm
+    assert load_signatures(published, params)[0].shape[1] == 2 * params.num_perm
+    decisions = dedupe_incremental(new, published, params, pa.array(twins), pa.array(texts))
+    assert decisions.column("verdict").to_pylist() == ["dropped"] * len(pairs)
+    assert decisions.column("kept_id").to_pylist() == [f"p{i}" for i in range(len(pairs))]
