@@ -148,10 +148,11 @@ class ClusterOperator(Operator):
     sketch_schema: ClassVar[pa.Schema]
     bucket_column: ClassVar[str] = "bands"  # list column of bucket keys; samples sharing one are candidates
     needs_texts: ClassVar[bool] = False  # whether the global step needs the samples' texts
+    sketch_columns: ClassVar[tuple[str, ...]] = ("sample_id", "text")  # the sample columns ``sketch`` reads
 
     @abstractmethod
     def sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """One sketch row per row of ``batch`` (``sample_id``, ``text``), in its order."""
+        """One sketch row per row of ``batch`` (its ``sketch_columns``), in its order."""
 
     @abstractmethod
     def cluster(

@@ -17,6 +17,7 @@ from typing import Any
 from operators import registry
 from operators.base import Operator
 from operators.exact_dedupe import ExactDedupe
+from operators.minhash import MinHashDedupe
 from operators.mixture import Mixture
 from pipelines.spec import PipelineSpec
 from storage.errors import Invalid
@@ -66,9 +67,9 @@ def operators_of(spec: PipelineSpec, members: Members | None = None) -> list[Ope
     ops: list[Operator] = []
     for op in spec.operators:
         params: dict[str, Any] = dict(op.params)
-        if ranks and registry.operator_class(op.name) is ExactDedupe:
+        if ranks and registry.operator_class(op.name) in (ExactDedupe, MinHashDedupe):
             if "priority" in params:
-                raise Invalid("exact_dedupe: set priority on the inputs, not as a parameter")
+                raise Invalid(f"{op.name}: set priority on the inputs, not as a parameter")
             params["priority"] = ranks
         ops.append(registry.build(op.name, params))
     mixture = mixture_of(spec, members)

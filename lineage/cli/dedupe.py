@@ -19,8 +19,12 @@ def dedupe(
     ngram: Annotated[int, typer.Option(help="Shingle size: words, or characters for CJK text.")] = 5,
     script: Annotated[
         str,
-        typer.Option(help="auto (characters for a text with any CJK character, else words), latin (words) or cjk."),
-    ] = "auto",
+        typer.Option(
+            help="mixed (words of every text, and characters of a text with a CJK character; pairs with a "
+            "CJK character compared by characters), auto (characters for a text with any CJK character, "
+            "else words), latin (words) or cjk (characters)."
+        ),
+    ] = "mixed",
     bands: Annotated[int | None, typer.Option(help="LSH bands (with --rows; default: from the threshold).")] = None,
     rows: Annotated[int | None, typer.Option(help="Signature rows per LSH band (with --bands).")] = None,
     verify: Annotated[str, typer.Option(help="Check candidates: exact (shingle sets), estimate or none.")] = "exact",

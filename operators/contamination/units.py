@@ -3,8 +3,9 @@
 A text is folded (NFKC, lower case: :func:`operators.minhash.normalize.fold`), punctuation and symbols
 are skipped as if deleted and whitespace is ``str.isspace()``, exactly as near-dedupe shingles it.
 A **word** unit is a whitespace-delimited run; a **char** unit is one non-whitespace code point. A
-text is CJK by near-dedupe's rule (any Han, kana, Bopomofo or Hangul character, with the default
-``cjk_ratio`` 0), so mixed Chinese/English text is one stream, not two halves.
+text is CJK by near-dedupe's ``script="auto"`` rule (any Han, kana, Bopomofo or Hangul character,
+with the default ``cjk_ratio`` 0), so mixed Chinese/English text is one stream, not two halves.
+(Near-dedupe's default is now ``script="mixed"``, which sketches both; an eval item is matched in one.)
 
 One difference, in the word stream only: a CJK character is a word of its own, so a Latin word written
 against Chinese text (``题目：In the …``, the colon deleted) is still the word ``in``. Text without CJK

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 
 from operators.minhash._threads import ordered_map
-from operators.minhash.lsh import candidate_edges
+from operators.minhash.lsh import ABSENT, candidate_edges
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
-from operators.minhash.store import load_signatures
+from operators.minhash.store import load_signatures, widen
 from operators.minhash.survivors import decide
 from operators.minhash.union_find import connected_components
 from operators.minhash.verify import estimated_jaccard, exact_jaccard, sorted_sets
@@ -79,32 +79,71 @@ def _take_in_batches(texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np
         offset += len(chunk)
 
 
+def _shingle_sets(
+    texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np.ndarray, params: MinHashParams
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted sets, their offsets, has-CJK flags) of ``texts[rows]`` (``rows`` sorted), batch by batch."""
+    parts, offsets, flags, base = [], [np.zeros(1, np.int64)], [], 0
+
+    def sets_of(batch: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        hashes, hash_offsets, cjk = shingle_hashes(batch, params)
+        return (*sorted_sets(hashes, hash_offsets), cjk)
+
+    for sets, set_offsets, cjk in ordered_map(sets_of, _take_in_batches(texts, rows)):
+        parts.append(sets)
+        offsets.append(set_offsets[1:] + base)
+        flags.append(cjk)
+        base += len(sets)
+    return (
+        np.concatenate(parts) if parts else np.zeros(0, np.uint32),
+        np.concatenate(offsets),
+        np.concatenate(flags) if flags else np.zeros(0, bool),
+    )
+
+
 class _ShingleSets:
     """Sorted shingle-hash sets of the rows that take part in some edge, for exact Jaccard.
 
     Built batch by batch so normalising and shingling never hold more than one batch of text
-    beyond the input; only the (deduplicated) sets are kept.
+    beyond the input; only the (deduplicated) sets are kept. With ``script="mixed"`` a pair in
+    which either text has a CJK character is compared by character n-grams (the reference
+    metric), other pairs by their word halves; character sets are made on first use, only for
+    the rows of such pairs.
     """
 
     def __init__(
         self, texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np.ndarray, params: MinHashParams
     ) -> None:
+        self._texts, self._params = texts, params
         self._local = np.full(len(texts), -1, dtype=np.int64)
         self._local[rows] = np.arange(len(rows))
-        parts, offsets, base = [], [np.zeros(1, np.int64)], 0
+        self._sets, self._offsets, cjk = _shingle_sets(texts, rows, params)
+        self._cjk = np.zeros(len(texts), dtype=bool)
+        self._cjk[rows] = cjk
+        self._chars = params.script == "mixed" and bool(cjk.any())
+        self._char_local = np.full(len(texts), -1, dtype=np.int64)
+        self._char_sets, self._char_offsets = np.zeros(0, np.uint32), np.zeros(1, np.int64)
 
-        def sets_of(batch: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-            return sorted_sets(*shingle_hashes(batch, params)[:2])
-
-        for sets, set_offsets in ordered_map(sets_of, _take_in_batches(texts, rows)):
-            parts.append(sets)
-            offsets.append(set_offsets[1:] + base)
-            base += len(sets)
-        self._sets = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
-        self._offsets = np.concatenate(offsets)
+    def _by_chars(self, rows: np.ndarray) -> None:
+        """Make the character sets of ``rows`` that have none yet."""
+        rows = np.unique(rows[self._char_local[rows] < 0])
+        if not len(rows):
+            return
+        sets, offsets, _ = _shingle_sets(self._texts, rows, replace(self._params, script="cjk"))
+        self._char_local[rows] = np.arange(len(rows)) + len(self._char_offsets) - 1
+        self._char_sets = np.concatenate([self._char_sets, sets])
+        self._char_offsets = np.concatenate([self._char_offsets, offsets[1:] + self._char_offsets[-1]])
 
     def jaccard(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        return exact_jaccard(self._sets, self._offsets, self._local[src], self._local[dst])
+        out = exact_jaccard(self._sets, self._offsets, self._local[src], self._local[dst])
+        if self._chars:
+            pairs = np.flatnonzero(self._cjk[src] | self._cjk[dst])
+            if len(pairs):
+                self._by_chars(np.concatenate([src[pairs], dst[pairs]]))
+                out[pairs] = exact_jaccard(
+                    self._char_sets, self._char_offsets, self._char_local[src[pairs]], self._char_local[dst[pairs]]
+                )
+        return out
 
 
 def _cluster(
@@ -119,7 +158,7 @@ def _cluster(
         sets = _ShingleSets(texts, np.unique(np.concatenate([src, dst])), params)
         keep = sets.jaccard(src, dst) >= params.threshold
     elif params.verify == "estimate":
-        keep = estimated_jaccard(sigs, src, dst) >= params.threshold
+        keep = estimated_jaccard(sigs, src, dst, params.num_perm) >= params.threshold
     else:
         keep = np.ones(len(src), dtype=bool)
     log.info("minhash: %d docs, %d candidate edges, %d verified", n, len(src), int(keep.sum()))
@@ -147,10 +186,11 @@ def _decide(
     bands: np.ndarray,
     params: MinHashParams,
     texts: pa.Array | pa.ChunkedArray | PermutedTexts | None,
+    priority: np.ndarray | None = None,
 ) -> pa.Table:
     labels, sets = _cluster(sigs, bands, params, texts)
-    jaccard = sets.jaccard if sets is not None else (lambda s, d: estimated_jaccard(sigs, s, d))
-    return decide(sample_ids, labels, text_lengths, published, params.survivor, jaccard)
+    jaccard = sets.jaccard if sets is not None else (lambda s, d: estimated_jaccard(sigs, s, d, params.num_perm))
+    return decide(sample_ids, labels, text_lengths, published, params.survivor, jaccard, priority)
 
 
 def _published(table: pa.Table) -> np.ndarray:
@@ -159,13 +199,21 @@ def _published(table: pa.Table) -> np.ndarray:
     return table.column("published").fill_null(False).to_numpy().astype(bool)
 
 
+def _priority(table: pa.Table) -> np.ndarray | None:
+    """Each row's source rank (``priority`` column, null = 0), or None when the table has none."""
+    if "priority" not in table.column_names:
+        return None
+    return table.column("priority").fill_null(0).to_numpy().astype(np.int64)
+
+
 def dedupe(
     table: pa.Table, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | PermutedTexts | None = None
 ) -> pa.Table:
     """Decisions (``survivors.DECISION_SCHEMA``, input order) for every row of ``table``.
 
-    ``table`` has the ``store.SIGNATURE_SCHEMA`` columns and optionally a boolean ``published``
-    column (published rows always survive). ``texts`` (aligned with the rows) is needed only for
+    ``table`` has the ``store.SIGNATURE_SCHEMA`` columns, optionally a boolean ``published``
+    column (published rows always survive) and an int64 ``priority`` column (a source's rank:
+    higher survives, before the ``survivor`` policy). ``texts`` (aligned with the rows) is needed only for
     ``verify="exact"``.
     """
     sigs, bands = load_signatures(table, params)
@@ -177,14 +225,31 @@ def dedupe(
         bands,
         params,
         texts,
+        _priority(table),
     )
 
 
 def _sharing_a_bucket(bands: np.ndarray, other: np.ndarray) -> np.ndarray:
     hit = np.zeros(len(bands), dtype=bool)
     for j in range(bands.shape[1]):
-        hit |= np.isin(bands[:, j], other[:, j])
+        hit |= np.isin(bands[:, j], other[:, j]) & (bands[:, j] != ABSENT)
     return np.flatnonzero(hit)
+
+
+Loaded = tuple[np.ndarray, np.ndarray]
+
+
+def _aligned_both(a: Loaded, b: Loaded, params: MinHashParams) -> tuple[Loaded, Loaded]:
+    """Two loaded tables at one width (``script="mixed"`` loads a table without CJK texts narrow)."""
+    if a[0].shape[1] == b[0].shape[1]:
+        return a, b
+    return widen(*a, params.num_perm), widen(*b, params.num_perm)
+
+
+def _aligned(a: Loaded, b: Loaded, params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
+    """The band matrices of :func:`_aligned_both`."""
+    (_, a_bands), (_, b_bands) = _aligned_both(a, b, params)
+    return a_bands, b_bands
 
 
 def published_candidates(new: pa.Table, published: pa.Table, params: MinHashParams) -> np.ndarray:
@@ -193,7 +258,7 @@ def published_candidates(new: pa.Table, published: pa.Table, params: MinHashPara
     Only these rows can join a new row's cluster. With ``verify="exact"`` an engine can load
     just their texts and pass ``published.take(rows)`` to :func:`dedupe_incremental`.
     """
-    return _sharing_a_bucket(load_signatures(published, params)[1], load_signatures(new, params)[1])
+    return _sharing_a_bucket(*_aligned(load_signatures(published, params), load_signatures(new, params), params))
 
 
 def dedupe_incremental(
@@ -211,8 +276,9 @@ def dedupe_incremental(
     costs one pass over its band hashes (``cluster_id``/``cluster_size`` count only those rows).
     Texts, aligned with their tables, are needed only for ``verify="exact"``.
     """
-    new_sigs, new_bands = load_signatures(new, params)
-    old_sigs, old_bands = load_signatures(published, params)
+    (new_sigs, new_bands), (old_sigs, old_bands) = _aligned_both(
+        load_signatures(new, params), load_signatures(published, params), params
+    )
     rows = _sharing_a_bucket(old_bands, new_bands)
     log.info(
         "minhash incremental: %d new docs, %d of %d published docs share a bucket",
@@ -235,5 +301,6 @@ def dedupe_incremental(
         np.concatenate([new_bands, old_bands[rows]]),
         params,
         texts,
+        None if (rank := _priority(new)) is None else np.concatenate([rank, np.zeros(len(rows), np.int64)]),
     )
     return decisions.slice(0, new.num_rows)

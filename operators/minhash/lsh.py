@@ -83,6 +83,28 @@ def band_hashes(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return _band_kernel(sigs, bands, rows)
 
 
+_EMPTY = np.uint32(0xFFFFFFFF)
+ABSENT = np.uint64(0)  # a band hash meaning "no such band": a document without a character half
+
+
+def sketch_bands(sigs: np.ndarray, bands: int, rows: int, num_perm: int) -> np.ndarray:
+    """Band hashes of signatures as ``signatures`` makes them: ``(n, bands)`` of a ``num_perm``-wide
+    signature, ``(n, 2 * bands)`` of a ``script="mixed"`` one (stream bands, then character bands,
+    :data:`ABSENT` for a document whose character half is empty)."""
+    if sigs.shape[1] == num_perm:
+        return band_hashes(sigs, bands, rows)
+    words, chars = sigs[:, :num_perm], sigs[:, num_perm:]
+    out = np.zeros((len(sigs), 2 * bands), dtype=np.uint64)
+    has_chars = (chars != _EMPTY).any(axis=1)
+    # a text with CJK characters and an empty word half has no word bands; one without keeps today's
+    words_present = np.flatnonzero(~has_chars | (words != _EMPTY).any(axis=1))
+    out[words_present, :bands] = band_hashes(np.ascontiguousarray(words[words_present]), bands, rows)
+    present = np.flatnonzero(has_chars)
+    if len(present):
+        out[present, bands:] = band_hashes(np.ascontiguousarray(chars[present]), bands, rows)
+    return out
+
+
 def star_edges(
     doc_ids: np.ndarray, bucket_hashes: np.ndarray, band_ids: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -108,6 +130,8 @@ def star_edges(
 def candidate_edges(bands: np.ndarray, doc_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Star edges over every band of a ``(n_docs, bands)`` band-hash matrix, deduplicated.
 
+    A document is in no bucket of a band where its hash is :data:`ABSENT`.
+
     ``doc_ids`` defaults to row positions. Memory: at most ``n_docs - 1`` edges per band, and
     one band's sort per thread at a time.
     """
@@ -115,7 +139,11 @@ def candidate_edges(bands: np.ndarray, doc_ids: np.ndarray | None = None) -> tup
         doc_ids = np.arange(bands.shape[0], dtype=np.int64)
 
     def band_keys(j: int) -> np.ndarray:
-        return pack_edges(*star_edges(doc_ids, bands[:, j]))
+        column = bands[:, j]
+        present = column != ABSENT
+        if present.all():
+            return pack_edges(*star_edges(doc_ids, column))
+        return pack_edges(*star_edges(doc_ids[present], column[present]))
 
     keys = list(ordered_map(band_keys, range(bands.shape[1])))  # NumPy's sorts release the GIL
     packed = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.uint64)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +14,9 @@ from operators.minhash.dedupe import PermutedTexts, dedupe, dedupe_incremental, 
 from operators.minhash.params import MinHashParams
 from operators.minhash.store import SIGNATURE_SCHEMA, signature_batch
 from operators.minhash.survivors import lineage_records
+from storage.errors import Invalid
+
+PRIORITY_FIELD = pa.field("priority", pa.int64())  # null (a published sketch) ranks 0
 
 
 @dataclass(frozen=True)
@@ -22,17 +25,24 @@ class MinHashDedupeParams(MinHashParams):
     deduplicated against (their samples always survive)."""
 
     against: tuple[str, ...] = ()
+    priority: dict[str, int] = field(default_factory=dict)  # source_dataset -> rank; higher survives
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "against", tuple(self.against))
+        if not all(isinstance(k, str) and isinstance(v, int) for k, v in dict(self.priority).items()):
+            raise Invalid("priority must map source_dataset names to integer ranks")
 
 
 class MinHashDedupe(ClusterOperator):
+    """With ``priority`` (source_dataset -> rank, set from the pipeline inputs' ``priority``), the
+    copy of the highest-ranked source survives a cluster, then the ``survivor`` policy decides; a
+    source not named ranks 0. Each sketch then carries its sample's rank (a ``priority`` column,
+    :data:`PRIORITY_FIELD`), so every engine's clustering sees it. Without it nothing changes."""
+
     name = "minhash_dedupe"
     version = "1"
     Params = MinHashDedupeParams
-    sketch_schema = SIGNATURE_SCHEMA
 
     @property
     def params_(self) -> MinHashDedupeParams:
@@ -42,8 +52,21 @@ class MinHashDedupe(ClusterOperator):
     def needs_texts(self) -> bool:  # type: ignore[override]
         return self.params_.verify == "exact"
 
+    @property
+    def sketch_columns(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("sample_id", "text", "source_dataset") if self.params_.priority else ("sample_id", "text")
+
+    @property
+    def sketch_schema(self) -> pa.Schema:  # type: ignore[override]
+        return SIGNATURE_SCHEMA.append(PRIORITY_FIELD) if self.params_.priority else SIGNATURE_SCHEMA
+
     def sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        return signature_batch(batch.column("sample_id"), batch.column("text"), self.params_)
+        out = signature_batch(batch.column("sample_id"), batch.column("text"), self.params_)
+        if not self.params_.priority:
+            return out
+        ranks = self.params_.priority
+        sources = batch.column("source_dataset").to_pylist()
+        return out.append_column(PRIORITY_FIELD, pa.array([ranks.get(x, 0) for x in sources], pa.int64()))
 
     def cluster(
         self,

@@ -8,7 +8,7 @@ from typing import Literal, get_args
 from operators.base import Params
 from storage.errors import Invalid
 
-Script = Literal["auto", "latin", "cjk"]
+Script = Literal["mixed", "auto", "latin", "cjk"]
 Verify = Literal["none", "estimate", "exact"]
 Survivor = Literal["longest", "shortest", "smallest_id"]
 
@@ -32,13 +32,15 @@ class MinHashParams(Params):
     texts, but +-0.035 noise at 0.8 with 128 permutations chains clusters); ``none`` trusts the
     buckets. Only ``exact`` keeps removal precision at 1.0 on the Debian corpora and the mixed zh set.
 
-    ``script`` picks the shingle kind: ``latin`` = word n-grams, ``cjk`` = character n-grams with
-    whitespace removed, ``auto`` = ``cjk`` for a document with at least one Han, kana, Bopomofo or
-    Hangul character (and at least ``cjk_ratio`` of its non-whitespace characters, 0 by default),
-    else ``latin``. Any CJK character is enough because a ratio splits near twins that fall on
-    either side of it (a man page and its more translated version) into shingle spaces that
-    share nothing; Chinese text with embedded English is then measured as the character n-gram
-    reference measures it (``benchmarks/minhash.py --quality``).
+    ``script`` picks the shingles (``shingle.py`` defines them): ``mixed`` (default) gives every
+    text a word half (word n-grams, CJK characters deleted) and a text with a CJK character a
+    character half too; a pair is a candidate when either half shares a bucket, and is verified
+    by characters when either text has a CJK character, by words otherwise. No per-document
+    guess decides a document's shingle space, so a page without a CJK character and its twin
+    with a few still match (``auto`` split them). ``latin`` = word n-grams, ``cjk`` = character
+    n-grams with whitespace removed, for every text; ``auto`` = the rule before: ``cjk`` for a
+    document with at least one CJK character (and at least ``cjk_ratio`` of its non-whitespace
+    characters), else ``latin``. ``cjk_ratio`` is read only by ``auto``.
     ``survivor`` orders a cluster's members: ``longest`` text first, or ``shortest``, or only by
     ``smallest_id``; ties always fall to the smallest ``sample_id``. Published samples always
     survive, whatever the policy.
@@ -52,7 +54,7 @@ class MinHashParams(Params):
     rows: int | None = None
     false_positive_weight: float = 0.002
     false_negative_weight: float = 0.998
-    script: Script = "auto"
+    script: Script = "mixed"
     cjk_ratio: float = 0.0
     verify: Verify = "exact"
     survivor: Survivor = "longest"

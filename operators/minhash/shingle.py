@@ -1,6 +1,6 @@
 """Shingle hashes: normalised text -> one flat uint32 array of shingle hashes per batch.
 
-One numba pass over the UTF-8 bytes of a batch does splitting, script detection and n-gram
+One numba pass over the UTF-8 bytes of a batch does splitting, CJK detection and n-gram
 hashing, so nothing is materialised per token or per shingle as a Python object.
 
 Shingle hash, format 1 (stored signatures depend on it; bump ``SIGNATURE_FORMAT_VERSION`` in
@@ -13,13 +13,34 @@ Shingle hash, format 1 (stored signatures depend on it; bump ``SIGNATURE_FORMAT_
 * a document with fewer than ``n`` units yields one shingle over all its units (possibly none).
 
 Punctuation and symbols (P*, S*) are skipped as if deleted; whitespace is exactly Python's
-``str.isspace()``. With ``script="auto"`` a document is CJK when it has at least one Han, kana,
-Bopomofo or Hangul character and at least ``cjk_ratio`` of its remaining non-whitespace
-characters are such characters. The default ratio, 0, makes any CJK character enough: a Chinese
-document and its near twin then share one shingle space however much English either embeds.
+``str.isspace()``. A CJK character is a Han (extensions and compatibility included), kana,
+Bopomofo or Hangul one (:func:`is_cjk`).
+
+``script`` (``params.py``):
+
+* ``"mixed"`` (default). No document is classified. Every document has a **word half**: the word
+  n-grams of its text with every CJK character deleted (a CJK character ends a word, as
+  whitespace does), so a text without CJK characters has exactly the ``"latin"`` shingles. A
+  document with a CJK character also has a **character half**: its ``"cjk"`` shingles
+  (:func:`mixed_shingles` makes both; :func:`shingle_hashes` returns the word half and says which
+  documents have a CJK character). Both halves are sketched and banded; a pair sharing a bucket of either is a
+  candidate, and verification compares a pair by characters when either text has a CJK
+  character (the reference metric), by words otherwise. A text without CJK characters and its
+  twin with a few therefore meet in the word half and are judged by characters. A text whose CJK
+  characters exceed :func:`word_half_share` of its characters has no word half (it could not
+  reach the threshold against a text without CJK characters; a Chinese corpus adds no
+  candidates from English fragments), and none either when deleting its CJK characters leaves
+  no word.
+* ``"auto"`` (the rule before #18): a document is CJK when it has at least one CJK character and
+  at least ``cjk_ratio`` of its remaining non-whitespace characters are CJK; CJK documents are
+  shingled by characters, others by words. A text without CJK characters and its twin with one
+  then share no shingle at all.
+* ``"latin"``: word n-grams; ``"cjk"``: character n-grams with whitespace removed, for every text.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -30,8 +51,8 @@ from operators.minhash._jit import njit
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.params import MinHashParams
 
-_MODE_AUTO, _MODE_LATIN, _MODE_CJK = 0, 1, 2
-_MODES = {"auto": _MODE_AUTO, "latin": _MODE_LATIN, "cjk": _MODE_CJK}
+_MODE_AUTO, _MODE_LATIN, _MODE_CJK, _MODE_MIXED = 0, 1, 2, 3
+_MODES = {"auto": _MODE_AUTO, "latin": _MODE_LATIN, "cjk": _MODE_CJK, "mixed": _MODE_MIXED}
 
 
 @njit(cache=True)
@@ -154,6 +175,45 @@ def _word_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units:
 
 
 @njit(cache=True)
+def _mixed_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> tuple[int, int, int]:
+    """The word units of a text with its CJK characters deleted (each ends a word, as whitespace
+    does), as ``_word_units`` makes them; and the text's CJK and non-whitespace character counts."""
+    k = 0
+    h = FNV_OFFSET
+    in_word = False
+    n_cjk = 0
+    n_chars = 0
+    i = start
+    while i < end:
+        b = data[i]
+        if b < 0x80:  # ASCII fast path: no decoding
+            cp, nxt = np.int64(b), i + 1
+        else:
+            cp, nxt = _decode(data, i)
+        if drop[cp]:
+            pass
+        elif is_space(cp) or (cp >= 0x1100 and is_cjk(cp)):
+            if in_word:
+                units[k] = fmix64(h)
+                k += 1
+                h = FNV_OFFSET
+                in_word = False
+            if cp >= 0x1100 and not is_space(cp):
+                n_cjk += 1
+                n_chars += 1
+        else:
+            for j in range(i, nxt):
+                h = (h ^ np.uint64(data[j])) * FNV_PRIME
+            in_word = True
+            n_chars += 1
+        i = nxt
+    if in_word:
+        units[k] = fmix64(h)
+        k += 1
+    return k, n_cjk, n_chars
+
+
+@njit(cache=True)
 def _char_units(data: np.ndarray, start: int, end: int, drop: np.ndarray, units: np.ndarray) -> int:
     k = 0
     i = start
@@ -180,10 +240,18 @@ def _shingle_kernel(
     pos = 0
     for d in range(n_docs):
         start, end = offsets[d], offsets[d + 1]
-        cjk = _is_cjk_doc(data, start, end, drop, cjk_ratio) if mode == _MODE_AUTO else mode == _MODE_CJK
+        if mode == _MODE_MIXED:  # cjk_ratio is the largest CJK share a text with a word half has
+            k, n_cjk, n_chars = _mixed_units(data, start, end, drop, units)
+            cjk = n_cjk > 0
+            if cjk and (k == 0 or n_cjk > cjk_ratio * n_chars):
+                k = -1  # no word half
+        else:
+            cjk = _is_cjk_doc(data, start, end, drop, cjk_ratio) if mode == _MODE_AUTO else mode == _MODE_CJK
+            k = _char_units(data, start, end, drop, units) if cjk else _word_units(data, start, end, drop, units)
         cjk_docs[d] = cjk
-        k = _char_units(data, start, end, drop, units) if cjk else _word_units(data, start, end, drop, units)
-        if k < ngram:
+        if k < 0:
+            pass
+        elif k < ngram:
             hashes[pos] = _ngram(units, 0, k)
             pos += 1
         else:
@@ -192,6 +260,15 @@ def _shingle_kernel(
                 pos += 1
         out_offsets[d + 1] = pos
     return hashes[:pos].copy(), out_offsets, cjk_docs
+
+
+def word_half_share(params: MinHashParams) -> float:
+    """The largest share of CJK characters a ``script="mixed"`` text with a CJK character keeps a
+    word half at: twice ``1 - threshold``. A text with more cannot reach the threshold, by
+    character n-grams, against one without CJK characters (its shingles holding a CJK character,
+    at least about as many as those characters, are in no such text), so its word half could only
+    add candidates that verification rejects; a Chinese corpus then adds none."""
+    return round(min(1.0, 2.0 * (1.0 - params.threshold)), 6)  # 0.4 at 0.8, not 0.3999999999999999
 
 
 def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -210,11 +287,36 @@ def shingle_hashes(
 
     Returns ``(hashes, offsets, is_cjk)``: document ``i``'s shingle hashes are
     ``hashes[offsets[i]:offsets[i + 1]]`` (uint32, in text order, repeats kept), and ``is_cjk[i]``
-    says whether it was shingled by characters.
+    says whether it was shingled by characters (``script="mixed"``: its word half, and whether it
+    has a CJK character).
     """
+    return _folded_shingles(*string_buffers(fold(texts)), params)
+
+
+def mixed_shingles(
+    texts: pa.Array | pa.ChunkedArray, params: MinHashParams
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Both halves of ``script="mixed"``, normalising once: ``(word hashes, their offsets, has_cjk,
+    character hashes, their offsets)``; the character half covers only the texts with a CJK
+    character, in order (``np.flatnonzero(has_cjk)``)."""
     data, offsets = string_buffers(fold(texts))
+    hashes, hash_offsets, cjk = _folded_shingles(data, offsets, params)
+    rows = np.flatnonzero(cjk)
+    if len(rows) < len(cjk):  # the CJK texts' bytes only: the others are never read by character
+        starts, lengths = offsets[rows], offsets[rows + 1] - offsets[rows]
+        sub_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        data = data[np.repeat(starts - sub_offsets[:-1], lengths) + np.arange(sub_offsets[-1])]
+        offsets = sub_offsets
+    char_hashes, char_offsets, _ = _folded_shingles(data, offsets, replace(params, script="cjk"))
+    return hashes, hash_offsets, cjk, char_hashes, char_offsets
+
+
+def _folded_shingles(
+    data: np.ndarray, offsets: np.ndarray, params: MinHashParams
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     drop = punct_or_symbol_table()
-    args = (data, offsets, drop, params.ngram, _MODES[params.script], params.cjk_ratio)
+    share = word_half_share(params) if params.script == "mixed" else params.cjk_ratio
+    args = (data, offsets, drop, params.ngram, _MODES[params.script], share)
     if offsets[-1] - offsets[0] <= small.SHINGLE_LIMIT:
         return small.shingle_hashes(*args)
     return _shingle_kernel(*args)

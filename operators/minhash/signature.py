@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from operators.minhash import small
-from operators.minhash._jit import njit
+from operators.minhash._jit import made, njit
 from operators.minhash.params import MinHashParams
-from operators.minhash.shingle import shingle_hashes
+from operators.minhash.shingle import mixed_shingles, shingle_hashes
 
 _EMPTY = np.uint32(0xFFFFFFFF)
 
@@ -70,7 +70,9 @@ def signatures_from_hashes(hashes: np.ndarray, offsets: np.ndarray, num_perm: in
     hashes = np.ascontiguousarray(hashes, dtype=np.uint32)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     a, b = permutations(num_perm, seed)
-    if len(hashes) <= small.HASH_LIMIT:
+    # the numpy twin only spares a process loading numba; once it is loaded (a large batch ran),
+    # the kernel is faster on every size (a mixed batch's few CJK texts' character half, say)
+    if len(hashes) <= small.HASH_LIMIT and not made():
         return small.minhash(hashes, offsets, a, b)
     return _minhash_kernel(hashes, offsets, a, b)
 
@@ -78,7 +80,20 @@ def signatures_from_hashes(hashes: np.ndarray, offsets: np.ndarray, num_perm: in
 def signatures(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) -> np.ndarray:
     """Raw texts of one batch -> ``(len(texts), num_perm)`` uint32 signatures.
 
+    With ``script="mixed"`` they are ``(len(texts), 2 * num_perm)``: the word half's signature, then
+    the character half's (all ``2^32-1`` for a text without CJK characters).
+
     Call it per batch (memory is bounded by the batch), then keep only the signatures.
     """
-    hashes, offsets, _ = shingle_hashes(texts, params)
-    return signatures_from_hashes(hashes, offsets, params.num_perm, params.seed)
+    if params.script != "mixed":
+        hashes, offsets, _ = shingle_hashes(texts, params)
+        return signatures_from_hashes(hashes, offsets, params.num_perm, params.seed)
+    hashes, offsets, cjk, char_hashes, char_offsets = mixed_shingles(texts, params)
+    out = np.full((len(cjk), 2 * params.num_perm), _EMPTY, dtype=np.uint32)
+    lengths = np.diff(offsets)
+    words = np.flatnonzero(lengths)  # a Chinese text often has no word half: do not loop over it
+    word_offsets = np.concatenate([[0], np.cumsum(lengths[words])]).astype(np.int64)
+    out[words, : params.num_perm] = signatures_from_hashes(hashes, word_offsets, params.num_perm, params.seed)
+    # the character half: empty (all 2^32-1) for a text without CJK characters, never read by character
+    out[cjk, params.num_perm :] = signatures_from_hashes(char_hashes, char_offsets, params.num_perm, params.seed)
+    return out

@@ -92,6 +92,30 @@ def _word_units(text: str, drop: np.ndarray) -> list[int]:
     return units
 
 
+def _mixed_units(text: str, drop: np.ndarray) -> tuple[list[int], int, int]:
+    units: list[int] = []
+    h, in_word, n_cjk, n_chars = _FNV_OFFSET, False, 0, 0
+    for ch in text:
+        cp = ord(ch)
+        if drop[cp]:
+            continue
+        if cp in _SPACES or _is_cjk(cp):
+            if in_word:
+                units.append(_fmix64(h))
+                h, in_word = _FNV_OFFSET, False
+            if cp not in _SPACES:
+                n_cjk += 1
+                n_chars += 1
+        else:
+            for byte in ch.encode("utf-8"):
+                h = ((h ^ byte) * _FNV_PRIME) & _M64
+            in_word = True
+            n_chars += 1
+    if in_word:
+        units.append(_fmix64(h))
+    return units, n_cjk, n_chars
+
+
 def _ngrams(units: list[int], n: int) -> np.ndarray:
     values = np.array(units, dtype=np.uint64)
     k = len(values)
@@ -115,10 +139,16 @@ def shingle_hashes(
     for d in range(n_docs):
         text = raw[offsets[d] : offsets[d + 1]].decode("utf-8")
         cps = [ord(ch) for ch in text]
-        cjk = _is_cjk_doc(cps, drop, cjk_ratio) if mode == 0 else mode == 2
+        if mode == 3:
+            units, n_cjk, n_chars = _mixed_units(text, drop)
+            cjk = n_cjk > 0
+            word_half = not cjk or (len(units) > 0 and n_cjk <= cjk_ratio * n_chars)
+        else:
+            cjk = _is_cjk_doc(cps, drop, cjk_ratio) if mode == 0 else mode == 2
+            units = [cp for cp in cps if not drop[cp] and cp not in _SPACES] if cjk else _word_units(text, drop)
+            word_half = True
         cjk_docs[d] = cjk
-        units = [cp for cp in cps if not drop[cp] and cp not in _SPACES] if cjk else _word_units(text, drop)
-        parts.append(_ngrams(units, ngram))
+        parts.append(_ngrams(units, ngram) if word_half else np.zeros(0, np.uint32))
         out_offsets[d + 1] = out_offsets[d] + len(parts[-1])
     hashes = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
     return hashes, out_offsets, cjk_docs

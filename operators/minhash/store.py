@@ -17,8 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from operators.minhash.lsh import band_hashes, band_layout
+from operators.minhash.lsh import ABSENT, band_layout, sketch_bands
 from operators.minhash.params import MinHashParams
+from operators.minhash.shingle import word_half_share
 from operators.minhash.signature import signatures
 from storage.errors import Invalid
 
@@ -39,9 +40,10 @@ SIGNATURE_SCHEMA = pa.schema(
 
 def sketch_id(params: MinHashParams) -> str:
     """Identity of the signature space: equal strings <=> comparable signatures."""
+    kind = f"word_half_share={word_half_share(params)}" if params.script == "mixed" else f"cjk_ratio={params.cjk_ratio}"
     return (
         f"minhash-v{SIGNATURE_FORMAT_VERSION} affine32 ngram={params.ngram} num_perm={params.num_perm} "
-        f"seed={params.seed} script={params.script} cjk_ratio={params.cjk_ratio}"
+        f"seed={params.seed} script={params.script} {kind}"
     )
 
 
@@ -49,17 +51,34 @@ def _layout_id(bands: int, rows: int) -> str:
     return f"{bands}x{rows}"
 
 
-def _binary_column(sigs: np.ndarray) -> pa.BinaryArray:
+def _halves(n: int, width: int, full: np.ndarray) -> np.ndarray:
+    """Mask of the stored values of an ``(n, width)`` matrix whose rows are whole where ``full`` and
+    only their first half elsewhere (a ``script="mixed"`` document without a character half)."""
+    mask = np.ones((n, width), dtype=bool)
+    mask[~full, width // 2 :] = False
+    return mask
+
+
+def _binary_column(sigs: np.ndarray, full: np.ndarray | None) -> pa.BinaryArray:
     n, width = sigs.shape
-    offsets = np.arange(0, (n + 1) * width * 4, width * 4, dtype=np.int32)
-    data = np.ascontiguousarray(sigs, dtype="<u4").tobytes()
+    if full is None:
+        offsets = np.arange(0, (n + 1) * width * 4, width * 4, dtype=np.int32)
+        data = np.ascontiguousarray(sigs, dtype="<u4").tobytes()
+    else:
+        widths = np.where(full, width, width // 2) * 4
+        offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.int32)
+        data = np.ascontiguousarray(sigs, dtype="<u4")[_halves(n, width, full)].tobytes()
     return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _bands_column(bands: np.ndarray) -> pa.ListArray:
+def _bands_column(bands: np.ndarray, full: np.ndarray | None) -> pa.ListArray:
     n, width = bands.shape
-    offsets = pa.array(np.arange(0, (n + 1) * width, width, dtype=np.int32))
-    return pa.ListArray.from_arrays(offsets, pa.array(bands.view(np.int64).reshape(-1)))
+    if full is None:
+        offsets = pa.array(np.arange(0, (n + 1) * width, width, dtype=np.int32))
+        return pa.ListArray.from_arrays(offsets, pa.array(bands.view(np.int64).reshape(-1)))
+    widths = np.where(full, width, width // 2)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(widths)]).astype(np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(bands[_halves(n, width, full)].view(np.int64)))
 
 
 def signature_batch(
@@ -73,14 +92,17 @@ def signature_batch(
     sigs = signatures(texts, params)
     b, r = band_layout(params)
     n = len(sigs)
+    bands = sketch_bands(sigs, b, r, params.num_perm)
+    # a mixed-script document without a CJK character stores only its stream half
+    full = (bands[:, b:] != ABSENT).any(axis=1) if params.script == "mixed" else None
     return pa.RecordBatch.from_arrays(
         [
             sample_ids.cast(pa.string()),
             pc.utf8_length(pc.fill_null(texts, "")).cast(pa.int64()),
             pa.repeat(pa.scalar(sketch_id(params)), n),
-            _binary_column(sigs),
+            _binary_column(sigs, full),
             pa.repeat(pa.scalar(_layout_id(b, r)), n),
-            _bands_column(band_hashes(sigs, b, r)),
+            _bands_column(bands, full),
         ],
         schema=SIGNATURE_SCHEMA,
     )
@@ -90,33 +112,61 @@ def _all_equal(values: pa.ChunkedArray | pa.Array, expected: object) -> bool:
     return bool(pc.all(pc.equal(values, expected)).as_py()) if len(values) else True
 
 
-def _signature_matrix(column: pa.ChunkedArray, num_perm: int) -> np.ndarray:
-    if not _all_equal(pc.binary_length(column), num_perm * 4):
-        raise ValueError(f"signature: every row must hold {num_perm} uint32 values")
+def _signature_matrix(column: pa.ChunkedArray, num_perm: int, mixed: bool) -> np.ndarray:
+    lengths = pc.binary_length(column)
+    if not (_all_equal(lengths, num_perm * 4) or (mixed and _all_in(lengths, (num_perm * 4, num_perm * 8)))):
+        halves = " or 2x that" if mixed else ""
+        raise ValueError(f"signature: every row must hold {num_perm} uint32 values{halves}")
     array = column.combine_chunks()
+    width = 2 * num_perm if mixed else num_perm
     if not len(array):
-        return np.zeros((0, num_perm), dtype=np.uint32)
+        return np.zeros((0, width), dtype=np.uint32)
     _, offsets_buf, data_buf = array.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int32)[array.offset : array.offset + len(array) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
-    return data.view("<u4").reshape(len(array), num_perm)
+    data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]].view("<u4")
+    if not mixed or len(data) == len(array) * num_perm:  # no text with a character half: no room for one
+        return data.reshape(len(array), num_perm)
+    out = np.full((len(array), width), 0xFFFFFFFF, dtype=np.uint32)
+    out[_halves(len(array), width, np.diff(offsets) == num_perm * 8)] = data
+    return out
 
 
-def _band_matrix(column: pa.ChunkedArray, bands: int) -> np.ndarray:
-    if not _all_equal(pc.list_value_length(column), bands):
-        raise ValueError(f"bands: every row must hold {bands} values")
-    values = column.combine_chunks().flatten().to_numpy()
-    return values.view(np.uint64).reshape(len(column), bands)
+def _band_matrix(column: pa.ChunkedArray, bands: int, mixed: bool) -> np.ndarray:
+    lengths = pc.list_value_length(column)
+    if not (_all_equal(lengths, bands) or (mixed and _all_in(lengths, (bands, 2 * bands)))):
+        raise ValueError(f"bands: every row must hold {bands} values{' or 2x that' if mixed else ''}")
+    values = column.combine_chunks().flatten().to_numpy().view(np.uint64)
+    if not mixed or len(values) == len(column) * bands:
+        return values.reshape(len(column), bands)
+    out = np.zeros((len(column), 2 * bands), dtype=np.uint64)  # ABSENT where not stored
+    out[_halves(len(column), 2 * bands, lengths.to_numpy() == 2 * bands)] = values
+    return out
+
+
+def _all_in(values: pa.ChunkedArray | pa.Array, allowed: tuple[int, int]) -> bool:
+    return bool(pc.all(pc.is_in(values, pa.array(allowed, values.type))).as_py()) if len(values) else True
+
+
+def widen(sigs: np.ndarray, bands: np.ndarray, num_perm: int) -> tuple[np.ndarray, np.ndarray]:
+    """``script="mixed"`` matrices at their full width (an empty character half, :data:`ABSENT` bands),
+    so two loaded tables line up whether or not either holds a text with a CJK character."""
+    if sigs.shape[1] == 2 * num_perm:
+        return sigs, bands
+    empty = np.full_like(sigs, 0xFFFFFFFF)
+    return np.hstack([sigs, empty]), np.hstack([bands, np.zeros_like(bands)])
 
 
 def load_signatures(table: pa.Table, params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
-    """``(signatures (n, num_perm) uint32, band hashes (n, bands) uint64)`` of stored rows."""
+    """``(signatures, band hashes)`` of stored rows, as ``signatures`` and ``sketch_bands`` make them:
+    ``(n, num_perm)`` uint32 and ``(n, bands)`` uint64; for ``script="mixed"`` twice as wide, unless
+    no row has a character half (an English corpus then costs no more memory; :func:`widen`)."""
     expected = sketch_id(params)
     if not _all_equal(table.column("sketch"), expected):
         found = pc.unique(table.column("sketch")).to_pylist()
         raise Invalid(f"signatures were made with {found}, this run needs {expected!r}")
-    sigs = _signature_matrix(table.column("signature"), params.num_perm)
+    mixed = params.script == "mixed"
+    sigs = _signature_matrix(table.column("signature"), params.num_perm, mixed)
     b, r = band_layout(params)
     if table.num_rows and _all_equal(table.column("band_layout"), _layout_id(b, r)):
-        return sigs, _band_matrix(table.column("bands"), b)
-    return sigs, band_hashes(sigs, b, r)
+        return sigs, _band_matrix(table.column("bands"), b, mixed)
+    return sigs, sketch_bands(sigs, b, r, params.num_perm)

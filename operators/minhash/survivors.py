@@ -1,6 +1,7 @@
 """Survivor choice per cluster, and per-sample decisions / lineage records as Arrow.
 
-Order inside a cluster: published samples first, then the ``survivor`` policy (longest text,
+Order inside a cluster: published samples first, then the source's ``priority`` (when a pipeline
+sets one), then the ``survivor`` policy (longest text,
 shortest text, or none), then the smallest ``sample_id``. The first sample is the cluster's
 *kept* sample; every published sample survives too (so several published members are never
 dropped); every other member is dropped and names the kept sample. ``cluster_id`` is the
@@ -49,8 +50,12 @@ def decide(
     published: np.ndarray,
     survivor: Survivor,
     jaccard: PairJaccard,
+    priority: np.ndarray | None = None,
 ) -> pa.Table:
     """One :data:`DECISION_SCHEMA` row per sample, in input order.
+
+    ``priority`` (a rank per sample, higher first) orders a cluster after ``published`` and before
+    the ``survivor`` policy; without it the order is the default.
 
     ``labels`` are component labels (any integers; equal label = same cluster), so an engine may
     call this on any set of *complete* components, e.g. grouped by label. ``jaccard(rows,
@@ -62,7 +67,10 @@ def decide(
     ranks = _id_ranks(sample_ids)
     lengths = np.asarray(text_lengths, dtype=np.int64)
     policy_key = {"longest": -lengths, "shortest": lengths, "smallest_id": np.zeros(n, np.int64)}[survivor]
-    order = np.lexsort((ranks, policy_key, ~published, labels))
+    if priority is None:
+        order = np.lexsort((ranks, policy_key, ~published, labels))
+    else:
+        order = np.lexsort((ranks, policy_key, -np.asarray(priority, dtype=np.int64), ~published, labels))
 
     sorted_labels = labels[order]
     group_start = np.ones(n, dtype=bool)

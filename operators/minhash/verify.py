@@ -25,9 +25,21 @@ def _estimate_kernel(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.n
     return out
 
 
-def estimated_jaccard(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Share of equal signature values per pair, as ``datasketch.MinHash.jaccard`` computes it."""
-    sigs, src, dst = np.ascontiguousarray(sigs), np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+def estimated_jaccard(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray, num_perm: int | None = None) -> np.ndarray:
+    """Share of equal signature values per pair, as ``datasketch.MinHash.jaccard`` computes it.
+
+    Of ``script="mixed"`` signatures (``2 * num_perm`` wide; pass ``num_perm``): by the character
+    halves when both documents have one, else by the stream halves.
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    if num_perm is not None and sigs.shape[1] == 2 * num_perm:
+        out = estimated_jaccard(sigs[:, :num_perm], src, dst)
+        has_chars = (sigs[:, num_perm:] != np.uint32(0xFFFFFFFF)).any(axis=1)
+        both = np.flatnonzero(has_chars[src] & has_chars[dst])
+        if len(both):
+            out[both] = estimated_jaccard(sigs[:, num_perm:], src[both], dst[both])
+        return out
+    sigs = np.ascontiguousarray(sigs)
     if len(src) <= small.ROW_LIMIT:
         return small.estimated(sigs, src, dst)
     return _estimate_kernel(sigs, src, dst)

@@ -20,6 +20,7 @@ import xxhash
 
 from operators.base import ClusterOperator
 from operators.lineage_records import LINEAGE_SCHEMA
+from operators.schema import SAMPLE_SCHEMA
 from pipelines.config import ExecutionConfig
 from pipelines.engines import connected_components as components
 from pipelines.engines.base import TableTarget
@@ -32,6 +33,15 @@ NODE_KEY = "_node"  # int64 key of a sample in the candidate graph (see node_key
 TEXT_SCHEMA = pa.schema(
     [pa.field("sample_id", pa.string(), nullable=False), ROW_KEY_FIELD, pa.field("text", pa.string())]
 )
+
+
+def sketch_input_schema(op: ClusterOperator) -> pa.Schema:
+    """What the sketch map reads of the staged samples: :data:`TEXT_SCHEMA`, plus any other sample
+    column the operator's ``sketch`` reads (``source_dataset`` when sources have priorities)."""
+    extra = [SAMPLE_SCHEMA.field(c) for c in op.sketch_columns if c not in TEXT_SCHEMA.names]
+    return pa.schema([*TEXT_SCHEMA, *extra])
+
+
 BUCKET_SCHEMA = pa.schema([pa.field(components.KEY, pa.int64()), pa.field(components.NODE, pa.int64())])
 EDGE_SCHEMA = pa.schema([pa.field(components.SRC, pa.int64()), pa.field(components.DST, pa.int64())])
 LABEL_SCHEMA = pa.schema([pa.field(NODE_KEY, pa.int64()), pa.field(COMPONENT, pa.int64())])
@@ -79,7 +89,7 @@ def bucket_column(op: ClusterOperator) -> str:
 
 @dataclass(frozen=True)
 class Sketch:
-    """Map staged samples (:data:`TEXT_SCHEMA`) to the operator's sketch rows plus row keys, into staging."""
+    """Map staged samples (:func:`sketch_input_schema`) to the operator's sketch rows plus row keys, into staging."""
 
     config: ExecutionConfig
     step: Step

@@ -38,7 +38,14 @@ from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.config import ExecutionConfig
 from pipelines.engines.base import Engine, Job, JobResult, TableTarget
-from pipelines.engines.dedupe_cluster import TEXT_SCHEMA, Buckets, ClusterGroups, Sketch, WriteRows, bucket_column
+from pipelines.engines.dedupe_cluster import (
+    Buckets,
+    ClusterGroups,
+    Sketch,
+    WriteRows,
+    bucket_column,
+    sketch_input_schema,
+)
 from pipelines.engines.tasks import (
     Collected,
     FileItem,
@@ -228,7 +235,9 @@ class DistributedEngine(Engine):
         if job.published:
             raise Invalid(f"{op.name} against published releases runs on the local engine only")
         sketches = TableTarget(tier, f"{staging}/sketches-{number}", "parts")
-        sketch_files = Collected.of(self.run_map(tier, samples, TEXT_SCHEMA, Sketch(self.config, step, sketches)))
+        sketch_files = Collected.of(
+            self.run_map(tier, samples, sketch_input_schema(op), Sketch(self.config, step, sketches))
+        )
         files = sketch_files.paths(sketches)
         lineage = TableTarget(tier, f"{staging}/lineage", "parts")
         dropped = TableTarget(tier, f"{staging}/dropped-{number}", "parts")

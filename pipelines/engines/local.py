@@ -276,7 +276,7 @@ class LocalEngine(Engine):
         with pa.OSFile(str(text_path), "wb") as sink, pa.ipc.new_file(sink, text_schema) as texts_out:
             for file in samples:
                 for batch in pq.ParquetFile(file).iter_batches(
-                    batch_size=self.config.batch_rows, columns=["sample_id", "text", ROW_KEY]
+                    batch_size=self.config.batch_rows, columns=list(dict.fromkeys([*op.sketch_columns, ROW_KEY]))
                 ):
                     sketch_w.write(sketch(step, batch))
                     if op.needs_texts:
@@ -297,7 +297,7 @@ class LocalEngine(Engine):
 
     def _published_sketches(self, job: Job, op: ClusterOperator) -> pa.Table | None:
         tables = [version_dataset(p.tier, p.signatures_table, p.signatures_version).to_table() for p in job.published]
-        return pa.concat_tables([t.cast(op.sketch_schema) for t in tables]) if tables else None
+        return pa.concat_tables([_conform(t, op.sketch_schema) for t in tables]) if tables else None
 
     def _published_texts(self, job: Job, con: duckdb.DuckDBPyConnection, ids: pa.Array) -> pa.ChunkedArray:
         """Texts of published samples by id, in the order asked (only MinHash candidates are asked)."""
@@ -411,3 +411,12 @@ class LocalEngine(Engine):
             for batch in con.sql(sql, params=[bucket]).to_arrow_reader(self.config.batch_rows):
                 writer.write(conform(batch, schema))
         return writer.close()
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Stored sketches in this run's sketch schema: a nullable column they lack (a ``priority`` this
+    run ranks sources by) is null, a column this run does not read is left out."""
+    columns = [
+        table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type) for f in schema
+    ]
+    return pa.table(columns, schema=schema) if columns else table

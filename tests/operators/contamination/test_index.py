@@ -68,11 +68,12 @@ def test_short_items_count_as_one_ngram_and_empty_texts_have_none() -> None:
 
 
 def test_unit_counts_match_near_dedupe_shingles() -> None:
-    """The unit stream is near-dedupe's: with n larger than any text, each text is one shingle of all its
-    units, so the shingle counts equal our unit counts' non-empty texts, and the CJK flags agree."""
+    """The unit stream is near-dedupe's ``script="auto"`` one: with n larger than any text, each text is
+    one shingle of all its units, so the shingle counts equal our unit counts' non-empty texts, and the
+    CJK flags agree."""
     texts = pa.array([LONG_EN, LONG_ZH, "Mixed 中文 and English", "", "¡Hola, señor!"])
     counts, cjk = unit_counts(texts)
-    _, offsets, cjk_minhash = shingle_hashes(texts, MinHashParams(ngram=1))
+    _, offsets, cjk_minhash = shingle_hashes(texts, MinHashParams(ngram=1, script="auto"))
     assert cjk.tolist() == cjk_minhash.tolist() == [False, True, True, False, False]
     assert counts.tolist()[:2] == [19, len([c for c in LONG_ZH if c not in "，？"])]
     # n=1: one shingle a unit, and a text without units one shingle over none

@@ -27,6 +27,7 @@ from operators.minhash import (
     signature_batch,
     signatures,
 )
+from operators.minhash.lsh import sketch_bands
 
 _WORDS = [f"w{i}" for i in range(5000)]
 
@@ -133,7 +134,8 @@ def test_exact_and_estimated_jaccard_of_dropped_samples() -> None:
     assert exact["jaccard"] == pytest.approx(_jaccard5(A, near))
     params = MinHashParams(threshold=0.7, verify="estimate")
     est = _run(["a", "near"], [A, near], threshold=0.7, verify="estimate")["a"]
-    sigs = signatures(pa.array([A, near]), params)
+    # script="mixed": the stream half, then the character half (empty: the texts have no CJK character)
+    sigs = signatures(pa.array([A, near]), params)[:, : params.num_perm]
     assert est["jaccard"] == estimated_jaccard(sigs, np.array([0]), np.array([1]))[0]
     m1, m2 = (MinHash(num_perm=128, seed=1, hashvalues=s, scheme="affine32") for s in sigs)
     assert est["jaccard"] == m1.jaccard(m2)
@@ -179,10 +181,14 @@ def test_signature_table_roundtrip_and_refusal() -> None:
     assert table.schema == SIGNATURE_SCHEMA
     assert table.column("text_length").to_pylist() == [len(t) for t in texts]
     sigs, bands = load_signatures(table, params)
-    np.testing.assert_array_equal(sigs, signatures(pa.array(texts), params))
-    np.testing.assert_array_equal(bands, band_hashes(sigs, 21, 6))
+    # no text has a CJK character: the mixed signatures load as their word halves only
+    np.testing.assert_array_equal(sigs, signatures(pa.array(texts), params)[:, :128])
+    np.testing.assert_array_equal(bands, sketch_bands(sigs, 21, 6, 128))
     _, rebanded = load_signatures(table, MinHashParams(bands=16, rows=8))
-    np.testing.assert_array_equal(rebanded, band_hashes(sigs, 16, 8))
+    np.testing.assert_array_equal(rebanded, sketch_bands(sigs, 16, 8, 128))
+    latin = MinHashParams(script="latin")
+    sigs, bands = load_signatures(_table(["a", "b", "c"], texts, latin), latin)
+    np.testing.assert_array_equal(bands, band_hashes(sigs, 21, 6))
     with pytest.raises(ValueError, match="seed=2"):
         load_signatures(table, MinHashParams(seed=2))
 
@@ -307,3 +313,20 @@ def test_permuted_texts_verify_as_a_sorted_copy_does() -> None:
         module_dedupe._SET_BATCH = old_batch
     assert got.equals(want)
     assert pa.compute.sum(pa.compute.equal(want.column("verdict"), "dropped")).as_py() >= 100
+
+
+def test_priority_orders_a_cluster_after_published_and_before_the_policy() -> None:
+    ids = pa.array(["a", "b", "c", "d"])
+    labels = np.array([0, 0, 0, 1])
+    lengths = np.array([10, 30, 20, 5])
+    none = np.zeros(4, bool)
+
+    def kept(published: np.ndarray, priority: np.ndarray | None) -> list[str | None]:
+        out = decide(ids, labels, lengths, published, "longest", lambda s, d: np.ones(len(s)), priority)
+        return out.column("kept_id").to_pylist()
+
+    assert kept(none, None) == ["b", None, "b", None]  # the longest
+    assert kept(none, np.zeros(4, np.int64)) == kept(none, None)  # equal ranks: the default order
+    assert kept(none, np.array([0, 0, 1, 0])) == ["c", "c", None, None]  # the higher rank, though shorter
+    published = np.array([True, False, False, False])
+    assert kept(published, np.array([0, 0, 1, 0])) == [None, "a", "a", None]  # published still first

@@ -93,7 +93,11 @@ def test_word_order_matters() -> None:
 
 
 def test_cjk_character_ngrams_ignore_whitespace() -> None:
-    (hashes,), (spaced,) = _doc_hashes(["我们今天去公园散步"]), _doc_hashes(["我们 今天\n去公园 散步"])
+    # the character half of a script="mixed" signature, and script="cjk"
+    (hashes,), (spaced,) = (
+        _doc_hashes(["我们今天去公园散步"], script="cjk"),
+        _doc_hashes(["我们 今天\n去公园 散步"], script="cjk"),
+    )
     assert len(hashes) == 9 - 5 + 1
     np.testing.assert_array_equal(hashes, spaced)
 
@@ -109,8 +113,10 @@ def test_script_detection_per_document_and_forced() -> None:
         ]
     )
     _, _, cjk = shingle_hashes(texts, MinHashParams())
+    assert cjk.tolist() == [True, True, True, True, False]  # script="mixed": has a CJK character
+    _, _, cjk = shingle_hashes(texts, MinHashParams(script="auto"))
     assert cjk.tolist() == [True, True, True, True, False]  # any CJK character is enough
-    _, _, by_ratio = shingle_hashes(texts, MinHashParams(cjk_ratio=0.3))
+    _, _, by_ratio = shingle_hashes(texts, MinHashParams(script="auto", cjk_ratio=0.3))
     assert by_ratio.tolist() == [True, False, True, True, False]
     _, _, forced = shingle_hashes(texts, MinHashParams(script="latin"))
     assert not forced.any()
@@ -135,7 +141,7 @@ def test_script_detection_per_document_and_forced() -> None:
     ],
 )
 def test_hash_set_jaccard_equals_string_set_jaccard(left: str, right: str, cjk: bool) -> None:
-    a, b = (set(h.tolist()) for h in _doc_hashes([left, right], ngram=3))
+    a, b = (set(h.tolist()) for h in _doc_hashes([left, right], ngram=3, script="cjk" if cjk else "mixed"))
     sa, sb = _py_shingles(left, 3, cjk), _py_shingles(right, 3, cjk)
     assert (len(a), len(b)) == (len(sa), len(sb))
     assert len(a & b) / len(a | b) == pytest.approx(len(sa & sb) / len(sa | sb))
@@ -184,16 +190,17 @@ def test_near_twins_on_either_side_of_a_han_ratio_share_one_shingle_space() -> N
     ref_a, ref_b = char_shingles(_LESS_TRANSLATED), char_shingles(_MORE_TRANSLATED)
     reference = len(ref_a & ref_b) / len(ref_a | ref_b)
     assert reference >= 0.8
-    a, b = (set(h.tolist()) for h in _doc_hashes([_LESS_TRANSLATED, _MORE_TRANSLATED]))
-    assert len(a & b) / len(a | b) == pytest.approx(reference)  # by default: the reference's own shingles
-    a, b = (set(h.tolist()) for h in _doc_hashes([_LESS_TRANSLATED, _MORE_TRANSLATED], cjk_ratio=0.1))
+    a, b = (set(h.tolist()) for h in _doc_hashes([_LESS_TRANSLATED, _MORE_TRANSLATED], script="auto"))
+    assert len(a & b) / len(a | b) == pytest.approx(reference)  # auto: the reference's own shingles
+    a, b = (set(h.tolist()) for h in _doc_hashes([_LESS_TRANSLATED, _MORE_TRANSLATED], script="auto", cjk_ratio=0.1))
     assert not a & b  # a ratio the twins straddle puts them in spaces that share nothing
 
 
 def test_mixed_text_shingles_are_the_character_reference() -> None:
     texts = [_LESS_TRANSLATED, "使用 git clone 下载仓库: git clone https://example.org/repo.git --depth 1"]
-    for text, hashes in zip(texts, _doc_hashes(texts), strict=True):
-        assert len(set(hashes.tolist())) == len(char_shingles(text))
+    for script in ("auto", "cjk"):  # and the character half of a script="mixed" signature
+        for text, hashes in zip(texts, _doc_hashes(texts, script=script), strict=True):
+            assert len(set(hashes.tolist())) == len(char_shingles(text))
 
 
 def test_latin_and_cjk_scripts_keep_their_shingles() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -50,8 +52,14 @@ def test_text_signatures_equal_datasketch_fed_our_shingle_hashes() -> None:
     texts = pa.array(["The quick brown fox jumps over the lazy dog again and again", "短文本", "x"])
     hashes, offsets, _ = shingle_hashes(texts, params)
     sigs = signatures(texts, params)
+    assert sigs.shape == (3, 128)  # script="mixed": the stream's signature, then the character half
+    char_hashes, char_offsets, _ = shingle_hashes(texts, replace(params, script="cjk"))
     for i in range(len(texts)):
-        np.testing.assert_array_equal(sigs[i], _datasketch(hashes[offsets[i] : offsets[i + 1]], 64, 3))
+        np.testing.assert_array_equal(sigs[i, :64], _datasketch(hashes[offsets[i] : offsets[i + 1]], 64, 3))
+    np.testing.assert_array_equal(sigs[1, 64:], _datasketch(char_hashes[char_offsets[1] : char_offsets[2]], 64, 3))
+    assert (sigs[[0, 2], 64:] == 0xFFFFFFFF).all()  # no CJK character: no character half
+    latin = MinHashParams(num_perm=64, seed=3, script="latin")
+    np.testing.assert_array_equal(signatures(texts, latin)[0], sigs[0, :64])
 
 
 def test_batches_do_not_change_signatures() -> None:
