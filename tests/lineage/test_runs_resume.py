@@ -45,7 +45,22 @@ params = {{ min_words = 6 }}
 [output]
 dataset = "clean"
 """
-WORDS = "data lineage ledger release sample quality token corpus mixture shard filter train model text".split()
+WORDS = [
+    "data",
+    "lineage",
+    "ledger",
+    "release",
+    "sample",
+    "quality",
+    "token",
+    "corpus",
+    "mixture",
+    "shard",
+    "filter",
+    "train",
+    "model",
+    "text",
+]
 
 
 def _corpus(root: Path) -> Path:
