@@ -46,20 +46,8 @@ params = {{ min_words = 6 }}
 dataset = "clean"
 """
 WORDS = [
-    "data",
-    "lineage",
-    "ledger",
-    "release",
-    "sample",
-    "quality",
-    "token",
-    "corpus",
-    "mixture",
-    "shard",
-    "filter",
-    "train",
-    "model",
-    "text",
+    *("data", "lineage", "ledger", "release", "sample", "quality", "token"),
+    *("corpus", "mixture", "shard", "filter", "train", "model", "text"),
 ]
 
 
