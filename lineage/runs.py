@@ -256,8 +256,9 @@ class Runner:
             run = s.get(Run, run_id)
             assert run is not None
             counts = dict(executed.counts)
-            if run.counts.get("resumed"):
-                counts["resumed"] = {**run.counts["resumed"], "reused_partitions": counts.get("partitions_reused", 0)}
+            if run.counts.get("resumed"):  # what this attempt reused of the earlier ones'
+                total, reused = executed.partitions
+                counts["resumed"] = {**run.counts["resumed"], "partitions": total, "reused_partitions": reused}
             run.status, run.ended_at, run.counts = "succeeded", utcnow(), counts
         staging.remove_run(Path(self.settings.staging_dir), run_id)  # committed: its partitions are garbage now
         log.info("run %s committed %s v%d (%d samples)", run_id, spec.output.dataset, number, executed.row_count)

@@ -28,7 +28,7 @@ def _run(start: Callable[[Service, ProgressFn], RunResult]) -> None:
     if resumed:
         console.print(
             f"resumed interrupted run {result.run.id} (attempt {resumed['attempts'] + 1}): reused "
-            f"{resumed.get('reused_partitions', 0):,} of {result.run.counts.get('partitions', 0):,} input partitions"
+            f"{resumed.get('reused_partitions', 0):,} of {resumed.get('partitions', 0):,} input partitions"
         )
     if result.run.counts.get("mixture"):
         from lineage.service.schemas import Mixture  # start-up: only when a run has a mixture to print

@@ -154,7 +154,7 @@ class LocalEngine(Engine):
         lineage_w = self._writer(staging, "lineage", "parts", LINEAGE_SCHEMA)  # the barrier steps' records
         segs = segments(job.operators)
 
-        done = self._partitions(job, parts, segs[0].maps, stats)
+        done, reused = self._partitions(job, parts, segs[0].maps, stats)
         checkpoint("local.partitions_done")
         quarantine_files = self._copy(job.quarantine, QUARANTINE_SCHEMA, [p for d in done for p in d.paths(QUARANTINE)])
         samples = [p for d in done for p in d.paths(SAMPLES)]
@@ -178,12 +178,15 @@ class LocalEngine(Engine):
             con, staging, "sorted-lineage", lineage_files, "sample_id, step", LINEAGE_SCHEMA, job.lineage
         )
         signature_files = self._write_signatures(job, staging, con, sketches, samples)
-        return JobResult(data_files, lineage_out, quarantine_files, signature_files, dict(stats))
+        return JobResult(data_files, lineage_out, quarantine_files, signature_files, dict(stats), len(done), reused)
 
     # -- the partitions: one per ingest work item, through the first map steps ----------------
-    def _partitions(self, job: Job, parts: Partitions, maps: tuple[Step, ...], stats: Counter[str]) -> list[Partition]:
+    def _partitions(
+        self, job: Job, parts: Partitions, maps: tuple[Step, ...], stats: Counter[str]
+    ) -> tuple[list[Partition], int]:
         """Every work item's partition, reused when an earlier attempt of this run recorded it
-        (:mod:`pipelines.partitions`), else made and recorded now; in item order, as row keys number them."""
+        (:mod:`pipelines.partitions`), else made and recorded now; in item order, as row keys number them.
+        Also how many were reused."""
         items: list[tuple[str, int, Callable[[Ingested, Counter[str]], Iterator[_Read]]]] = []
         for source in job.sources:
             paths = source.chunks.column("path").to_pylist()
@@ -205,10 +208,9 @@ class LocalEngine(Engine):
                 job.progress("files", 1)
             stats.update({k: v for k, v in part.counters.items() if k != RECORDS})
             done.append(part)
-        stats["partitions"], stats["partitions_reused"] = len(items), reused
         if reused:
             log.info("run %s: reused %d of %d recorded partitions", job.run_id, reused, len(items))
-        return done
+        return done, reused
 
     def _partition(
         self,

@@ -135,7 +135,7 @@ def test_a_killed_run_resumes_and_ends_byte_identical_to_an_uninterrupted_one(
 ) -> None:
     settings, catalog, pipeline = world
     full = Runner(settings, catalog).run(PipelineSpec.load(pipeline))  # uninterrupted: clean v1
-    assert full.counts["partitions"] == FILES and full.counts["partitions_reused"] == 0
+    assert "resumed" not in full.counts
     expected = _output(settings, catalog, 1)
 
     lineage_killed_at(home, point, "run", str(pipeline))
@@ -149,7 +149,11 @@ def test_a_killed_run_resumes_and_ends_byte_identical_to_an_uninterrupted_one(
     assert f"resumed interrupted run {killed.id}" in done.stdout
     assert f"reused {reused:,} of {FILES:,} input partitions" in done.stdout
     run = _run(catalog, killed.id)
-    assert run.status == "succeeded" and run.counts["resumed"] == {"attempts": 1, "reused_partitions": reused}
+    assert run.status == "succeeded" and run.counts["resumed"] == {
+        "attempts": 1,
+        "partitions": FILES,
+        "reused_partitions": reused,
+    }
     with catalog.session() as s:
         assert s.scalars(select(DatasetVersion.run_id).where(DatasetVersion.version == 2)).one() == killed.id
     assert not (Path(settings.staging_dir) / killed.id).exists(), "a committed run's partitions are deleted"
@@ -171,7 +175,7 @@ def test_a_partition_whose_files_changed_is_redone(world: tuple[Settings, Catalo
     (folder / "3.json").write_text("{")  # a torn record
 
     rerun = Runner(settings, catalog).run(PipelineSpec.load(pipeline))
-    assert rerun.counts["partitions_reused"] == FILES - 2
+    assert rerun.counts["resumed"]["reused_partitions"] == FILES - 2
     assert _output(settings, catalog, 2) == _output(settings, catalog, 1)
 
 
@@ -193,7 +197,7 @@ def test_gc_keeps_a_resumable_runs_partitions_and_a_rerun_still_resumes(
     assert len(list((Path(settings.staging_dir) / killed / FOLDER).glob("*.json"))) == 3
 
     rerun = Runner(settings, catalog).run(PipelineSpec.load(pipeline))
-    assert rerun.run_id == killed and rerun.counts["partitions_reused"] == 3
+    assert rerun.run_id == killed and rerun.counts["resumed"]["reused_partitions"] == 3
 
 
 @pytest.mark.parametrize("world", ["sqlite", "postgresql"], indirect=True)
@@ -207,7 +211,7 @@ def test_a_run_stops_being_resumable_after_gcs_grace_or_a_newer_success(
     report = collect_garbage(catalog, settings, grace=timedelta(0))  # past the grace period: garbage
     assert f"staging:{first}" in report.deleted_files and not (staging_dir / first).exists()
     rerun = Runner(settings, catalog).run(PipelineSpec.load(pipeline))
-    assert rerun.run_id != first and rerun.counts["partitions_reused"] == 0, "nothing left to resume: a new run"
+    assert rerun.run_id != first and rerun.counts.get("resumed") is None, "nothing left to resume: a new run"
 
     lineage_killed_at(home, "partition.2.recorded", "run", str(pipeline))
     with catalog.session() as s:
@@ -215,7 +219,7 @@ def test_a_run_stops_being_resumable_after_gcs_grace_or_a_newer_success(
     edited = tmp_path / "raw" / "part-4.jsonl"
     edited.write_text(edited.read_text().replace("f4-0", "f4-zero"))
     changed = Runner(settings, catalog).run(PipelineSpec.load(pipeline))  # other input bytes: not the same run
-    assert changed.run_id != second and changed.counts["partitions_reused"] == 0
+    assert changed.run_id != second and changed.counts.get("resumed") is None
     assert (staging_dir / second).exists()
     report = collect_garbage(catalog, settings)  # a newer run of the same output succeeded: garbage
     assert f"staging:{second}" in report.deleted_files and not (staging_dir / second).exists()
@@ -227,7 +231,7 @@ def test_a_rerun_with_other_code_or_params_starts_a_new_run(world: tuple[Setting
     killed = _killed(catalog, "")
     pipeline.write_text(pipeline.read_text().replace("min_words = 6", "min_words = 7"))
     rerun = Runner(settings, catalog).run(PipelineSpec.load(pipeline))
-    assert rerun.run_id != killed and rerun.counts["partitions_reused"] == 0
+    assert rerun.run_id != killed and rerun.counts.get("resumed") is None
     with catalog.session() as s:
         s.get(Run, killed).code_version = "0.0.0+gother"  # the same params again, other code
     pipeline.write_text(pipeline.read_text().replace("min_words = 7", "min_words = 6"))
