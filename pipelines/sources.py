@@ -16,10 +16,9 @@ import xxhash
 from operators.convert import ConvertOperator, SourceSpec, plan_chunks
 from pipelines.engines.base import SourceInput
 from pipelines.spec import InputSpec
-from storage.checksum import file_digest
 from storage.config import TierConfigs
 from storage.errors import MissingFile
-from storage.tier import get_tier, local_tier
+from storage.tier import Tier, get_tier, local_tier
 
 RAW_SOURCE_VERSION = 0  # source_version of samples read straight from raw files by a run
 
@@ -63,8 +62,20 @@ def fingerprint(src: SourceSpec, chunks: pa.Table) -> str:
         chunks.column("refused").to_pylist(),
         strict=True,
     ):
-        digest = "refused" if refused is not None else str(file_digest(src.tier, path))
+        digest = "refused" if refused is not None else _raw_digest(src.tier, path)
         hasher.update(json.dumps([relative, digest, refused]).encode())
+    return hasher.hexdigest()
+
+
+def _raw_digest(tier: Tier, path: str) -> str:
+    """xxh3-128 of a file's stored bytes (never decompressed: a corrupt ``.gz`` is convert's to quarantine)."""
+    hasher = xxhash.xxh3_128()
+    try:
+        with tier.filesystem.open_input_stream(tier.path(path), compression=None) as stream:
+            while chunk := stream.read(8 << 20):
+                hasher.update(chunk)
+    except OSError as exc:  # convert reports it (a quarantine record); the fingerprint just records it
+        return f"unreadable: {exc}"
     return hasher.hexdigest()
 
 
