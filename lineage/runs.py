@@ -258,7 +258,12 @@ class Runner:
             counts = dict(executed.counts)
             if run.counts.get("resumed"):  # what this attempt reused of the earlier ones'
                 total, reused = executed.partitions
-                counts["resumed"] = {**run.counts["resumed"], "partitions": total, "reused_partitions": reused}
+                counts["resumed"] = {
+                    **run.counts["resumed"],
+                    "partitions": total,
+                    "reused_partitions": len(reused),
+                    "reused": _ranges(reused),
+                }
             run.status, run.ended_at, run.counts = "succeeded", utcnow(), counts
         staging.remove_run(Path(self.settings.staging_dir), run_id)  # committed: its partitions are garbage now
         log.info("run %s committed %s v%d (%d samples)", run_id, spec.output.dataset, number, executed.row_count)
@@ -274,3 +279,14 @@ class Runner:
                     run.error = f"{type(exc).__name__}: {exc}"[:4000]
         except Exception:  # the original error matters more than a failed status update
             log.exception("could not mark run %s as failed", run_id)
+
+
+def _ranges(indices: list[int]) -> str:
+    """Partition indices as ranges, ``0-2,5``: what a resumed run records that it reused, in a few bytes."""
+    spans: list[list[int]] = []
+    for i in sorted(indices):
+        if spans and spans[-1][1] == i - 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

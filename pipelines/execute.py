@@ -63,7 +63,7 @@ class Executed:
     row_count: int
     bytes: int
     quarantine_count: int
-    partitions: tuple[int, int] = (0, 0)  # (ingest partitions, of which reused): pipelines.partitions
+    partitions: tuple[int, list[int]] = (0, [])  # (ingest partitions, the reused ones): pipelines.partitions
 
 
 def plan(spec: PipelineSpec, run_id: str, tiers: TierConfigs, members: Members | None = None) -> Plan:

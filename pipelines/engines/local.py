@@ -183,10 +183,10 @@ class LocalEngine(Engine):
     # -- the partitions: one per ingest work item, through the first map steps ----------------
     def _partitions(
         self, job: Job, parts: Partitions, maps: tuple[Step, ...], stats: Counter[str]
-    ) -> tuple[list[Partition], int]:
+    ) -> tuple[list[Partition], list[int]]:
         """Every work item's partition, reused when an earlier attempt of this run recorded it
         (:mod:`pipelines.partitions`), else made and recorded now; in item order, as row keys number them.
-        Also how many were reused."""
+        Also the indices of those reused."""
         items: list[tuple[str, int, Callable[[Ingested, Counter[str]], Iterator[_Read]]]] = []
         for source in job.sources:
             paths = source.chunks.column("path").to_pylist()
@@ -196,20 +196,21 @@ class LocalEngine(Engine):
         for ds in job.datasets:
             key = f"dataset:{ds.position}:{ds.table_path}@{ds.delta_version}"
             items.append((key, ds.position, functools.partial(self._read_dataset, job, ds)))
-        done, reused = [], 0
+        done: list[Partition] = []
+        reused: list[int] = []
         for index, (key, position, read) in enumerate(items):
             part = parts.reuse(index, key)
             if part is None:
                 part = self._partition(job, parts, index, key, Ingested(index, position), read, maps)
             else:
-                reused += 1
+                reused.append(index)
                 job.progress("records", part.counters.get(RECORDS, 0))
             if key.startswith("files:"):
                 job.progress("files", 1)
             stats.update({k: v for k, v in part.counters.items() if k != RECORDS})
             done.append(part)
         if reused:
-            log.info("run %s: reused %d of %d recorded partitions", job.run_id, reused, len(items))
+            log.info("run %s: reused %d of %d recorded partitions", job.run_id, len(reused), len(items))
         return done, reused
 
     def _partition(
