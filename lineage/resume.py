@@ -18,6 +18,7 @@ Claiming it is one conditional update (:func:`claim`), so two reruns never resum
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from datetime import datetime, timedelta
@@ -29,6 +30,8 @@ from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, Run
 from lineage.catalog.models import utcnow
+
+log = logging.getLogger(__name__)
 
 RESUMING_ENGINES = frozenset({"local"})
 
@@ -86,7 +89,15 @@ def find_resumable(s: Session, output_dataset: str, wanted: dict[str, Any], stag
     """The latest resumable run of ``output_dataset`` that is the same run as ``wanted``."""
     candidates = select(Run).where(Run.output_dataset == output_dataset, Run.status.in_(("failed", "running")))
     for run in s.scalars(candidates.order_by(Run.started_at.desc())):
-        if same_run(run, wanted) and resumable(s, run, staging_dir):
+        if not same_run(run, wanted):
+            continue
+        if run.engine not in RESUMING_ENGINES:
+            if _interrupted(run):
+                log.warning(
+                    "run %s was interrupted on %s, which does not resume runs: starting over", run.id, run.engine
+                )
+            return None
+        if resumable(s, run, staging_dir):
             return run
     return None
 

@@ -128,8 +128,6 @@ class Runner:
             with self.catalog.session() as s:
                 run = resume.find_resumable(s, spec.output.dataset, wanted, staging_dir)
                 if run is None:
-                    if wanted["engine"] not in resume.RESUMING_ENGINES:
-                        log.info("the %s engine does not resume interrupted runs; starting a new run", wanted["engine"])
                     return None
                 s.expunge(run)
             if resume.claim(self.catalog, run):

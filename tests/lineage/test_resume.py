@@ -77,13 +77,15 @@ def test_the_latest_interrupted_same_run_is_found_and_claimed_once(catalog: Cata
     assert _found(catalog, staging) == older  # the claimed one runs now
 
 
-def test_spark_and_ray_runs_are_not_resumed(catalog: Catalog, tmp_path: Path) -> None:
+def test_spark_and_ray_runs_are_not_resumed(catalog: Catalog, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     staging = tmp_path / "staging"
     for engine in ("spark", "ray"):
         run_id = _run(catalog, staging, engine=engine)
         with catalog.session() as s:
             assert not resume.resumable(s, s.get(Run, run_id), staging)
-        assert _found(catalog, staging, {**WANTED, "engine": engine}) is None
+        with caplog.at_level("WARNING", logger="lineage.resume"):
+            assert _found(catalog, staging, {**WANTED, "engine": engine}) is None
+        assert f"run {run_id} was interrupted on {engine}, which does not resume runs: starting over" in caplog.text
 
 
 def test_a_run_is_not_resumable_without_its_staging_or_after_a_newer_success(catalog: Catalog, tmp_path: Path) -> None:
