@@ -3,6 +3,10 @@
 Safety rule: a file referenced by any Delta version that the catalog pins (every dataset
 version, so every release) is never deleted, and nothing in ``_delta_log`` is ever deleted.
 
+The local staging folder of a run that can still be resumed (:mod:`lineage.resume`: interrupted, on
+the local engine, not superseded by a newer success of its output) is kept until the run has been
+over for the grace period; then it is deleted and the run can no longer resume.
+
 Delta's own ``VACUUM`` and log cleanup cannot know what the catalog pins, so every table carries a
 retention they never reach (:mod:`storage.delta`). gc gives that retention back to any table that
 lacks it (written by an older version, or changed by hand): dataset tables and release replicas.

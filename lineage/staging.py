@@ -4,8 +4,9 @@ The folder holds two kinds of entries:
 
 * ``<run id>/``: a run's scratch (the local engine's parts before they reach a tier) and its recorded
   partitions (:mod:`pipelines.partitions`). It is garbage once its run is neither ``running`` nor
-  resumable (:mod:`lineage.resume`: gc passes those as ``keep``); the runner deletes it when its run
-  commits. It may hold record bytes, which a purge must not leave behind (a purge keeps no resumable run).
+  resumable (:mod:`lineage.resume`: gc passes those along with the running ones); the runner deletes
+  it when its run commits. It may hold record bytes, which a purge must not leave behind (a purge
+  keeps no resumable run).
 * anything else: a process's temporary folder (``ids-spill-*`` of a run's integrity check,
   ``dedupe-ids-*`` of ``lineage dedupe``, which has no run row). Its owner deletes it on exit; one left
   by a killed process is garbage once it is older than the grace period. These hold sample ids, never
