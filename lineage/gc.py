@@ -3,6 +3,10 @@
 Safety rule: a file referenced by any Delta version that the catalog pins (every dataset
 version, so every release) is never deleted, and nothing in ``_delta_log`` is ever deleted.
 
+The local staging folder of a run that can still be resumed (:mod:`lineage.resume`: interrupted, on
+the local engine, not superseded by a newer success of its output) is kept until the run has been
+over for the grace period; then it is deleted and the run can no longer resume.
+
 Delta's own ``VACUUM`` and log cleanup cannot know what the catalog pins, so every table carries a
 retention they never reach (:mod:`storage.delta`). gc gives that retention back to any table that
 lacks it (written by an older version, or changed by hand): dataset tables and release replicas.
@@ -11,8 +15,6 @@ lacks it (written by an older version, or changed by hand): dataset tables and r
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -23,6 +25,7 @@ from sqlalchemy import select
 from lineage import staging
 from lineage.catalog import Catalog, DatasetVersion, Replica, Run
 from lineage.catalog.models import utcnow
+from lineage.resume import keep_staging, process_alive
 from lineage.settings import Settings
 from storage.delta import ensure_table_retention, version_files
 from storage.layout import datasets_on
@@ -39,25 +42,13 @@ class GcReport:
     retention_set: list[str] = field(default_factory=list)  # tables given the retention properties
 
 
-def _process_alive(run: Run) -> bool:
-    if run.host != socket.gethostname() or run.pid is None:
-        return True  # cannot tell from here; a stale remote run is handled by the grace period
-    try:
-        os.kill(run.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def mark_abandoned_runs(catalog: Catalog, grace: timedelta) -> list[str]:
     """Runs still 'running' whose process is gone (or that outlived ``grace``) become 'failed'."""
     abandoned = []
     with catalog.session() as s:
         for run in s.scalars(select(Run).where(Run.status == "running")):
             started = run.started_at if run.started_at.tzinfo else run.started_at.replace(tzinfo=utcnow().tzinfo)
-            if not _process_alive(run) or utcnow() - started > grace:
+            if not process_alive(run) or utcnow() - started > grace:
                 run.status, run.ended_at = "failed", utcnow()
                 run.error = (run.error or "") + "abandoned: the run's process is gone"
                 abandoned.append(run.id)
@@ -82,6 +73,7 @@ def collect_garbage(
     report = GcReport(abandoned_runs=[] if dry_run else mark_abandoned_runs(catalog, grace))
     with catalog.session() as s:
         running = set(s.scalars(select(Run.id).where(Run.status == "running")))
+        resumable = keep_staging(s, Path(settings.staging_dir), grace)
         versions = list(s.scalars(select(DatasetVersion)))
         tables: dict[tuple[str, str], set[str]] = {}
         for dv in versions:
@@ -119,7 +111,7 @@ def collect_garbage(
                 report.deleted_files.append(f"{tier_name}:{table_path}/{relative}")
                 if not dry_run:
                     fs.delete_file(info.path)
-    for leftover in staging.leftovers(Path(settings.staging_dir), running, grace):
+    for leftover in staging.leftovers(Path(settings.staging_dir), running | resumable, grace):
         report.deleted_files.append(f"staging:{leftover.path.name}")
         if not dry_run:
             staging.remove(leftover)

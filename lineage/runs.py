@@ -5,11 +5,14 @@ Protocol (README, "The commit protocol"):
 1. plan the run (``pipelines.execute.plan``) and resolve its inputs: raw files are planned by
    ``pipelines.sources.plan_source``, dataset versions and the published releases a cluster step
    dedupes against come from the catalog (:mod:`lineage.catalog.queries`);
-2. insert the run row with status ``running``;
+2. insert the run row with status ``running``, or, when an interrupted run of the same pipeline,
+   inputs and code can be resumed (:mod:`lineage.resume`), claim that run row back and keep its id:
+   the local engine then reuses the partitions it recorded (:mod:`pipelines.partitions`);
 3. ``pipelines.execute.execute`` runs the engine, checks its output and commits the Delta tables,
    which nobody reads yet;
 4. **one catalog transaction** records the dataset version pinning those Delta versions and marks
-   the run ``succeeded``: the run's only commit point;
+   the run ``succeeded``: the run's only commit point. Its staging folder (the recorded
+   partitions) is deleted right after;
 5. emit the run's dataset-level lineage (OpenLineage), which never fails the run.
 
 Any error from step 3 on marks the run ``failed`` and is raised again.
@@ -21,11 +24,13 @@ import logging
 import os
 import socket
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
 
+from lineage import resume, staging
 from lineage.catalog import Catalog, Dataset, DatasetVersion, Run
 from lineage.catalog.models import utcnow
 from lineage.catalog.queries import dataset_version, get_release, require_data
@@ -35,6 +40,7 @@ from lineage.releases.contamination import resolve_sources
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
 from operators.base import ClusterOperator
+from operators.convert import ConvertOperator
 from operators.schema import SAMPLE_SCHEMA
 from pipelines import execute
 from pipelines.engines import DatasetInput, PublishedRelease, SourceInput, check_engine
@@ -67,29 +73,37 @@ class Runner:
         check_engine(engine_name)  # an unknown engine or a missing extra fails before any work or catalog row
         run_id = str(uuid.uuid4())
         spec = self._resolve_evalsets(spec)
-        plan = execute.plan(spec, run_id, self.settings, self._members(spec))
         sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)
+        recorded = spec.model_dump(mode="json")
+        plan = execute.plan(spec, run_id, self.settings, self._members(spec))
         published = self._resolve_published(plan.cluster) if plan.cluster else []
         if published and engine_name != "local":
             raise Invalid("deduplicating against published releases (against=) runs on the local engine only")
+        wanted = resume.identity(recorded, inputs, code_version(), engine_name)
+        resumed = self._resume(spec, wanted)
+        if resumed is not None:  # the interrupted run's id: its recorded partitions and lineage rows are ours
+            run_id = resumed
+            plan = replace(plan, run_id=run_id)
+            sources = [replace(src, convert=ConvertOperator(src.convert.params, run_id=run_id)) for src in sources]
 
-        with self.catalog.session() as s:
-            s.add(
-                Run(
-                    id=run_id,
-                    pipeline=spec.name,
-                    engine=engine_name,
-                    output_dataset=spec.output.dataset,
-                    spec=spec.model_dump(mode="json"),
-                    operators=[src.convert.describe() for src in sources[:1]]
-                    + [op.describe() for op in plan.operators],
-                    inputs=inputs,
-                    code_version=code_version(),
-                    host=socket.gethostname(),
-                    pid=os.getpid(),
-                    staging_prefix=run_prefix(run_id),
+        if resumed is None:
+            with self.catalog.session() as s:
+                s.add(
+                    Run(
+                        id=run_id,
+                        pipeline=spec.name,
+                        engine=engine_name,
+                        output_dataset=spec.output.dataset,
+                        spec=recorded,
+                        operators=[src.convert.describe() for src in sources[:1]]
+                        + [op.describe() for op in plan.operators],
+                        inputs=inputs,
+                        code_version=wanted["code_version"],
+                        host=socket.gethostname(),
+                        pid=os.getpid(),
+                        staging_prefix=run_prefix(run_id),
+                    )
                 )
-            )
         log.info("run %s: %s -> %s on %s", run_id, spec.name, spec.output.dataset, engine_name)
         try:
             executed = execute.execute(
@@ -106,6 +120,20 @@ class Runner:
         except BaseException as exc:
             self._fail(run_id, exc)
             raise
+
+    def _resume(self, spec: PipelineSpec, wanted: dict[str, Any]) -> str | None:
+        """The id of the interrupted run this one resumes (:mod:`lineage.resume`), claimed; None: a new run."""
+        staging_dir = Path(self.settings.staging_dir)
+        for _ in range(3):  # another rerun may claim the same run first: look again
+            with self.catalog.session() as s:
+                run = resume.find_resumable(s, spec.output.dataset, wanted, staging_dir)
+                if run is None:
+                    return None
+                s.expunge(run)
+            if resume.claim(self.catalog, run):
+                log.info("resuming interrupted run %s (%s since %s)", run.id, run.status, run.started_at)
+                return run.id
+        return None
 
     # -- inputs -----------------------------------------------------------------------------
     def _resolve_inputs(
@@ -225,10 +253,20 @@ class Runner:
             s.add(dv)
             run = s.get(Run, run_id)
             assert run is not None
-            run.status, run.ended_at, run.counts = "succeeded", utcnow(), executed.counts
+            counts = dict(executed.counts)
+            if run.counts.get("resumed"):  # what this attempt reused of the earlier ones'
+                total, reused = executed.partitions
+                counts["resumed"] = {
+                    **run.counts["resumed"],
+                    "partitions": total,
+                    "reused_partitions": len(reused),
+                    "reused": _ranges(reused),
+                }
+            run.status, run.ended_at, run.counts = "succeeded", utcnow(), counts
+        staging.remove_run(Path(self.settings.staging_dir), run_id)  # committed: its partitions are garbage now
         log.info("run %s committed %s v%d (%d samples)", run_id, spec.output.dataset, number, executed.row_count)
         emit_after_commit(self.catalog, self.settings, run_id)  # dataset-level lineage; never fails the run
-        return RunOutcome(run_id, spec.output.dataset, number, executed.row_count, executed.counts)
+        return RunOutcome(run_id, spec.output.dataset, number, executed.row_count, counts)
 
     def _fail(self, run_id: str, exc: BaseException) -> None:
         try:
@@ -239,3 +277,14 @@ class Runner:
                     run.error = f"{type(exc).__name__}: {exc}"[:4000]
         except Exception:  # the original error matters more than a failed status update
             log.exception("could not mark run %s as failed", run_id)
+
+
+def _ranges(indices: list[int]) -> str:
+    """Partition indices as ranges, ``0-2,5``: what a resumed run records that it reused, in a few bytes."""
+    spans: list[list[int]] = []
+    for i in sorted(indices):
+        if spans and spans[-1][1] == i - 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

@@ -2,8 +2,11 @@
 
 The folder holds two kinds of entries:
 
-* ``<run id>/``: a run's scratch (the local engine's parts before they reach a tier). It is garbage once
-  its run is no longer ``running``; it may hold record bytes, which a purge must not leave behind.
+* ``<run id>/``: a run's scratch (the local engine's parts before they reach a tier) and its recorded
+  partitions (:mod:`pipelines.partitions`). It is garbage once its run is neither ``running`` nor
+  resumable (:mod:`lineage.resume`: gc passes those along with the running ones); the runner deletes
+  it when its run commits. It may hold record bytes, which a purge must not leave behind (a purge
+  keeps no resumable run).
 * anything else: a process's temporary folder (``ids-spill-*`` of a run's integrity check,
   ``dedupe-ids-*`` of ``lineage dedupe``, which has no run row). Its owner deletes it on exit; one left
   by a killed process is garbage once it is older than the grace period. These hold sample ids, never
@@ -31,8 +34,9 @@ class Leftover:
 
 
 def leftovers(staging_dir: Path, running: set[str], grace: timedelta | None) -> list[Leftover]:
-    """Entries of ``staging_dir`` that no live work needs: folders of runs not in ``running``, and, unless
-    ``grace`` is None, other entries not modified for ``grace``."""
+    """Entries of ``staging_dir`` that no live work needs: folders of runs not in ``running`` (the runs
+    still running, and any whose folder must be kept), and, unless ``grace`` is None, other entries not
+    modified for ``grace``."""
     if not staging_dir.is_dir():
         return []
     cutoff = None if grace is None else time.time() - grace.total_seconds()
@@ -45,6 +49,11 @@ def leftovers(staging_dir: Path, running: set[str], grace: timedelta | None) -> 
             continue
         found.append(Leftover(child, run_id, _size(child)))
     return found
+
+
+def remove_run(staging_dir: Path, run_id: str) -> None:
+    """A committed run's folder: its partitions are in the committed tables now."""
+    shutil.rmtree(staging_dir / run_id, ignore_errors=True)
 
 
 def remove(leftover: Leftover) -> None:

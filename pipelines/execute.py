@@ -63,6 +63,7 @@ class Executed:
     row_count: int
     bytes: int
     quarantine_count: int
+    partitions: tuple[int, list[int]] = (0, [])  # (ingest partitions, the reused ones): pipelines.partitions
 
 
 def plan(spec: PipelineSpec, run_id: str, tiers: TierConfigs, members: Members | None = None) -> Plan:
@@ -142,6 +143,7 @@ def _commit_tables(plan: Plan, result: JobResult, input_rows: int) -> Executed:
         row_count=sum(f.num_rows for f in data),
         bytes=sum(f.size for f in data),
         quarantine_count=sum(f.num_rows for f in quarantine),
+        partitions=(result.partitions, result.reused_partitions),
     )
 
 

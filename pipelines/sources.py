@@ -6,15 +6,19 @@ does not load the commit half (Delta, DuckDB) at start-up.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import xxhash
 
 from operators.convert import ConvertOperator, SourceSpec, plan_chunks
 from pipelines.engines.base import SourceInput
 from pipelines.spec import InputSpec
 from storage.config import TierConfigs
 from storage.errors import MissingFile
-from storage.tier import get_tier, local_tier
+from storage.tier import Tier, get_tier, local_tier
 
 RAW_SOURCE_VERSION = 0  # source_version of samples read straight from raw files by a run
 
@@ -48,6 +52,33 @@ def resolve_source(inp: InputSpec, base_dir: Path | None, tiers: TierConfigs) ->
     return SourceSpec(inp.dataset, local_tier(root), pattern, inp.format)
 
 
+def fingerprint(src: SourceSpec, chunks: pa.Table) -> str:
+    """xxh3-128 over each planned file's name, size and content checksum: equal only for the same bytes
+    under the same names, so a run resumes an interrupted one only over unchanged files (:mod:`lineage.resume`)."""
+    hasher = xxhash.xxh3_128()
+    for path, relative, refused in zip(
+        chunks.column("path").to_pylist(),
+        chunks.column("relative_path").to_pylist(),
+        chunks.column("refused").to_pylist(),
+        strict=True,
+    ):
+        digest = "refused" if refused is not None else _raw_digest(src.tier, path)
+        hasher.update(json.dumps([relative, digest, refused]).encode())
+    return hasher.hexdigest()
+
+
+def _raw_digest(tier: Tier, path: str) -> str:
+    """xxh3-128 of a file's stored bytes (never decompressed: a corrupt ``.gz`` is convert's to quarantine)."""
+    hasher = xxhash.xxh3_128()
+    try:
+        with tier.filesystem.open_input_stream(tier.path(path), compression=None) as stream:
+            while chunk := stream.read(8 << 20):
+                hasher.update(chunk)
+    except OSError as exc:  # convert reports it (a quarantine record); the fingerprint just records it
+        return f"unreadable: {exc}"
+    return hasher.hexdigest()
+
+
 def plan_source(
     inp: InputSpec, position: int, base_dir: Path | None, run_id: str, tiers: TierConfigs
 ) -> tuple[SourceInput, dict[str, Any]]:
@@ -55,5 +86,11 @@ def plan_source(
     src = resolve_source(inp, base_dir, tiers)
     chunks = plan_chunks(src, RAW_SOURCE_VERSION)
     convert = ConvertOperator(inp.convert_params(), run_id=run_id)
-    recorded = {"kind": "files", "dataset": inp.dataset, "uri": src.tier.uri(src.pattern), "files": chunks.num_rows}
+    recorded = {
+        "kind": "files",
+        "dataset": inp.dataset,
+        "uri": src.tier.uri(src.pattern),
+        "files": chunks.num_rows,
+        "fingerprint": fingerprint(src, chunks),
+    }
     return SourceInput(chunks, convert, position), recorded

@@ -24,6 +24,12 @@ def _run(start: Callable[[Service, ProgressFn], RunResult]) -> None:
     with open_service() as service, run_progress(console) as progress:
         result = guard(lambda: start(service, progress))
     print_counts(result.run.counts)
+    resumed = result.run.counts.get("resumed")
+    if resumed:
+        console.print(
+            f"resumed interrupted run {result.run.id} (attempt {resumed['attempts'] + 1}): reused "
+            f"{resumed.get('reused_partitions', 0):,} of {resumed.get('partitions', 0):,} input partitions"
+        )
     if result.run.counts.get("mixture"):
         from lineage.service.schemas import Mixture  # start-up: only when a run has a mixture to print
 

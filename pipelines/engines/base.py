@@ -92,6 +92,8 @@ class JobResult:
     quarantine_files: list[str] = field(default_factory=list)
     signature_files: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    partitions: int = 0  # ingest partitions (pipelines.partitions); only engines that record them count
+    reused_partitions: list[int] = field(default_factory=list)  # of those, the ones an earlier attempt recorded
 
 
 class Engine(ABC):

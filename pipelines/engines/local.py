@@ -4,18 +4,25 @@ Memory stays bounded: map steps stream batch by batch, intermediate samples go t
 local staging folder, and DuckDB (with a memory limit and a spill folder) does the group-by
 partitioning, the anti-join that removes dropped rows (by row key) and the final sort by
 ``sample_id``.
+
+Each ingest work item (a raw file, or an input dataset version) is a *partition*: read, numbered
+and passed through the first map steps into files of its own, then recorded in the run's staging
+folder (:mod:`pipelines.partitions`). A resumed run (same run id) reuses every recorded partition
+and redoes the rest, then runs the barrier steps and the final sorts over all of them, as an
+uninterrupted run does: partitions are made and read in item order either way, so the output is
+the same bytes. Crash points: ``partition.<i>.staged`` (files written, not recorded),
+``partition.<i>.recorded``, ``local.partitions_done`` (before the barrier steps), ``local.data_written``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import logging
 import math
-import shutil
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -29,10 +36,11 @@ from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
 from pipelines.config import ExecutionConfig
-from pipelines.engines.base import Engine, Job, JobResult, TableTarget
+from pipelines.engines.base import DatasetInput, Engine, Job, JobResult, SourceInput, TableTarget
 from pipelines.faults import checkpoint
 from pipelines.integrity import INGESTED_SCHEMA, check_unique_ids
 from pipelines.parquet_out import PartWriter
+from pipelines.partitions import Partition, Partitions, clear_scratch
 from pipelines.stages import (
     ROW_KEY,
     ROW_KEYS_SCHEMA,
@@ -74,6 +82,27 @@ def _hex_prefix(ids: pa.Array, digits: int) -> np.ndarray:
     return (values * (16 ** np.arange(digits - 1, -1, -1))).sum(axis=1)
 
 
+# a partition's files by kind (pipelines.partitions): what one work item leaves after the first map steps
+SAMPLES, LINEAGE, QUARANTINE, INGESTED = "samples", "lineage", "quarantine", "ingested"
+PARTITION_TABLES = {
+    SAMPLES: STAGED_SCHEMA,
+    LINEAGE: LINEAGE_SCHEMA,
+    QUARANTINE: QUARANTINE_SCHEMA,
+    INGESTED: INGESTED_SCHEMA,
+}
+RECORDS = "records"  # a partition's counter of records read, for the progress display only
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What a work item yields per batch: staged samples, their ids, and convert's lineage and quarantine."""
+
+    samples: pa.RecordBatch
+    ids: pa.RecordBatch
+    lineage: pa.RecordBatch | None
+    quarantine: pa.RecordBatch | None
+
+
 class LocalEngine(Engine):
     name = "local"
 
@@ -110,24 +139,26 @@ class LocalEngine(Engine):
         with contextlib.suppress(NotImplementedError):
             pa.jemalloc_set_decay_ms(0)
         staging_root = Path(self.config.staging_dir) / job.run_id
+        clear_scratch(staging_root)  # an earlier attempt's scratch; its recorded partitions stay
         staging_root.mkdir(parents=True, exist_ok=True)
         staging = local_tier(staging_root, name="staging")
         try:
             with self._duckdb(staging_root / "spill") as con:
-                return self._execute(job, staging, con)
+                return self._execute(job, staging, con, Partitions(staging_root))
         finally:
-            shutil.rmtree(staging_root, ignore_errors=True)
+            # the partitions stay until the run commits (lineage.runs), so a killed or failed run resumes
+            clear_scratch(staging_root)
 
-    def _execute(self, job: Job, staging: Tier, con: duckdb.DuckDBPyConnection) -> JobResult:
+    def _execute(self, job: Job, staging: Tier, con: duckdb.DuckDBPyConnection, parts: Partitions) -> JobResult:
         stats: Counter[str] = Counter()
-        lineage_w = self._writer(staging, "lineage", "parts", LINEAGE_SCHEMA)
-        quarantine_w = self._target_writer(job.quarantine, QUARANTINE_SCHEMA)
-        ingested_w = self._writer(staging, "ingested", "parts", INGESTED_SCHEMA)
+        lineage_w = self._writer(staging, "lineage", "parts", LINEAGE_SCHEMA)  # the barrier steps' records
         segs = segments(job.operators)
 
-        ingest = self._inputs(job, lineage_w, quarantine_w, ingested_w, stats)
-        samples = self._run_maps(job, staging, "samples-0", ingest, segs[0].maps, lineage_w)
-        check_unique_ids(staging, [staging.path("ingested", f) for f in ingested_w.close()], self.config)
+        done, reused = self._partitions(job, parts, segs[0].maps, stats)
+        checkpoint("local.partitions_done")
+        quarantine_files = self._copy(job.quarantine, QUARANTINE_SCHEMA, [p for d in done for p in d.paths(QUARANTINE)])
+        samples = [p for d in done for p in d.paths(SAMPLES)]
+        check_unique_ids(staging, [p for d in done for p in d.paths(INGESTED)], self.config)
         sketches: tuple[list[str], pa.Schema] | None = None
         for number, seg in enumerate(segs[1:], start=1):
             assert seg.group is not None
@@ -139,43 +170,111 @@ class LocalEngine(Engine):
             survivors = self._anti_join(con, samples, dropped)
             samples = self._run_maps(job, staging, f"samples-{number}", survivors, seg.maps, lineage_w)
 
-        lineage_files = [staging.path("lineage", f) for f in lineage_w.close()]
+        lineage_files = [p for d in done for p in d.paths(LINEAGE)]
+        lineage_files += [staging.path("lineage", f) for f in lineage_w.close()]
         data_files = self._write_sorted(con, staging, "sorted-data", samples, "sample_id", SAMPLE_SCHEMA, job.data)
         checkpoint("local.data_written")
         lineage_out = self._write_sorted(
             con, staging, "sorted-lineage", lineage_files, "sample_id, step", LINEAGE_SCHEMA, job.lineage
         )
         signature_files = self._write_signatures(job, staging, con, sketches, samples)
-        return JobResult(data_files, lineage_out, quarantine_w.close(), signature_files, dict(stats))
+        return JobResult(data_files, lineage_out, quarantine_files, signature_files, dict(stats), len(done), reused)
 
-    def _inputs(
-        self, job: Job, lineage_w: PartWriter, quarantine_w: PartWriter, ingested_w: PartWriter, stats: Counter[str]
-    ) -> Iterator[pa.RecordBatch]:
-        """Staged samples from raw sources (via convert, step 0) and from catalog dataset versions."""
-        items = itertools.count()  # work items, numbered for row keys: a raw file, or an input version
+    # -- the partitions: one per ingest work item, through the first map steps ----------------
+    def _partitions(
+        self, job: Job, parts: Partitions, maps: tuple[Step, ...], stats: Counter[str]
+    ) -> tuple[list[Partition], list[int]]:
+        """Every work item's partition, reused when an earlier attempt of this run recorded it
+        (:mod:`pipelines.partitions`), else made and recorded now; in item order, as row keys number them.
+        Also the indices of those reused."""
+        items: list[tuple[str, int, Callable[[Ingested, Counter[str]], Iterator[_Read]]]] = []
         for source in job.sources:
-            for chunk in source.chunks.to_batches(max_chunksize=1):
-                rows = Ingested(next(items), source.position)
-                for out in run_source(source.convert, chunk, job.run_id):
-                    lineage_w.write(out.lineage)
-                    if out.quarantine is not None and out.quarantine.num_rows:
-                        quarantine_w.write(out.quarantine)
-                        for item in pc.value_counts(out.quarantine.column("reason")).to_pylist():
-                            stats[f"quarantine.{item['values']}"] += item["counts"]
-                    stats.update(out.stats)
-                    job.progress("records", out.samples.num_rows + (out.quarantine.num_rows if out.quarantine else 0))
-                    samples, ids = rows(out.samples)
-                    ingested_w.write(ids)
-                    yield samples
-                job.progress("files", 1)
+            paths = source.chunks.column("path").to_pylist()
+            for row, chunk in enumerate(source.chunks.to_batches(max_chunksize=1)):
+                read = functools.partial(self._read_source, job, source, chunk)
+                items.append((f"files:{source.position}:{paths[row]}", source.position, read))
         for ds in job.datasets:
-            rows = Ingested(next(items), ds.position)
-            dataset = version_dataset(ds.tier, ds.table_path, ds.delta_version)
-            for batch in dataset.to_batches(batch_size=self.config.batch_rows):
-                job.progress("records", batch.num_rows)
-                samples, ids = rows(conform(batch, SAMPLE_SCHEMA))
-                ingested_w.write(ids)
-                yield samples
+            key = f"dataset:{ds.position}:{ds.table_path}@{ds.delta_version}"
+            items.append((key, ds.position, functools.partial(self._read_dataset, job, ds)))
+        done: list[Partition] = []
+        reused: list[int] = []
+        for index, (key, position, read) in enumerate(items):
+            part = parts.reuse(index, key)
+            if part is None:
+                part = self._partition(job, parts, index, key, Ingested(index, position), read, maps)
+            else:
+                reused.append(index)
+                job.progress("records", part.counters.get(RECORDS, 0))
+            if key.startswith("files:"):
+                job.progress("files", 1)
+            stats.update({k: v for k, v in part.counters.items() if k != RECORDS})
+            done.append(part)
+        if reused:
+            log.info("run %s: reused %d of %d recorded partitions", job.run_id, len(reused), len(items))
+        return done, reused
+
+    def _partition(
+        self,
+        job: Job,
+        parts: Partitions,
+        index: int,
+        key: str,
+        rows: Ingested,
+        read: Callable[[Ingested, Counter[str]], Iterator[_Read]],
+        maps: tuple[Step, ...],
+    ) -> Partition:
+        """One work item read, numbered (its ids to ``ingested``) and through ``maps``; then recorded."""
+        folder = local_tier(parts.begin(index), name="partition")
+        writers = {kind: self._writer(folder, kind, "parts", schema) for kind, schema in PARTITION_TABLES.items()}
+        counters: Counter[str] = Counter()
+        for got in read(rows, counters):
+            if got.lineage is not None:
+                writers[LINEAGE].write(got.lineage)
+            if got.quarantine is not None:
+                writers[QUARANTINE].write(got.quarantine)
+            writers[INGESTED].write(got.ids)
+            kept, lineage = run_maps(got.samples, maps, job.run_id)
+            for records in lineage:
+                writers[LINEAGE].write(records)
+            writers[SAMPLES].write(kept)
+        files = {kind: [f"{kind}/{f}" for f in w.close()] for kind, w in writers.items()}
+        checkpoint(f"partition.{index}.staged")
+        part = parts.complete(index, key, files, dict(counters))
+        checkpoint(f"partition.{index}.recorded")
+        return part
+
+    def _read_source(
+        self, job: Job, source: SourceInput, chunk: pa.RecordBatch, rows: Ingested, counters: Counter[str]
+    ) -> Iterator[_Read]:
+        """A raw file through convert (step 0): samples with row keys, lineage, quarantine and counters."""
+        for out in run_source(source.convert, chunk, job.run_id):
+            quarantine = out.quarantine if out.quarantine is not None and out.quarantine.num_rows else None
+            if quarantine is not None:
+                for item in pc.value_counts(quarantine.column("reason")).to_pylist():
+                    counters[f"quarantine.{item['values']}"] += item["counts"]
+            counters.update(out.stats)
+            records = out.samples.num_rows + (quarantine.num_rows if quarantine is not None else 0)
+            counters[RECORDS] += records
+            job.progress("records", records)
+            samples, ids = rows(out.samples)
+            yield _Read(samples, ids, out.lineage, quarantine)
+
+    def _read_dataset(self, job: Job, ds: DatasetInput, rows: Ingested, counters: Counter[str]) -> Iterator[_Read]:
+        """A catalog dataset version's samples with row keys (no lineage: they were converted before)."""
+        dataset = version_dataset(ds.tier, ds.table_path, ds.delta_version)
+        for batch in dataset.to_batches(batch_size=self.config.batch_rows):
+            counters[RECORDS] += batch.num_rows
+            job.progress("records", batch.num_rows)
+            samples, ids = rows(conform(batch, SAMPLE_SCHEMA))
+            yield _Read(samples, ids, None, None)
+
+    def _copy(self, target: TableTarget, schema: pa.Schema, files: list[str]) -> list[str]:
+        """Staged files into ``target``'s part files, in order (the partitions' quarantine)."""
+        writer = self._target_writer(target, schema)
+        for file in files:
+            for batch in pq.ParquetFile(file).iter_batches(batch_size=self.config.batch_rows):
+                writer.write(conform(batch, schema))
+        return writer.close()
 
     def _run_maps(
         self,

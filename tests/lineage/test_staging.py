@@ -1,6 +1,7 @@
 """``lineage gc`` and takedown purge clear the local staging folder without breaking live work: a running
-run's scratch and a live process's temporary folder (``lineage dedupe``'s ids, a run's id spill, neither
-with a run row) stay; dead runs' scratch goes, and so do temporary folders past the grace period."""
+run's scratch, a resumable run's (failed, within gc's grace) and a live process's temporary folder
+(``lineage dedupe``'s ids, a run's id spill, neither with a run row) stay; dead runs' scratch goes (gc:
+once past the grace period; purge: at once), and so do temporary folders past the grace period."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from lineage import staging
 from lineage.catalog import Catalog, Run
+from lineage.catalog.models import utcnow
 from lineage.gc import collect_garbage
 from lineage.settings import Settings
 
@@ -26,17 +28,22 @@ def _folder(root: Path, name: str, age: timedelta = timedelta(0)) -> Path:
     return folder
 
 
-def _runs(catalog: Catalog, **status: str) -> None:
+def _runs(catalog: Catalog, ended: timedelta | None = None, **status: str) -> None:
     with catalog.session() as s:
         for run_id, state in status.items():
-            s.add(Run(id=run_id, pipeline="p", engine="local", output_dataset="d", status=state, pid=os.getpid()))
+            run = Run(id=run_id, pipeline="p", engine="local", output_dataset="d", status=state, pid=os.getpid())
+            if ended is not None:
+                run.started_at = run.ended_at = utcnow() - ended
+            s.add(run)
 
 
 def test_gc_keeps_live_work_in_staging_and_clears_what_is_dead(catalog: Catalog, settings: Settings) -> None:
     root = Path(settings.staging_dir)
-    live, dead = str(uuid.uuid4()), str(uuid.uuid4())
-    _runs(catalog, **{live: "running", dead: "failed"})
-    kept = [_folder(root, live), _folder(root, "dedupe-ids-a1b2c3"), _folder(root, "ids-spill-x", timedelta(hours=1))]
+    live, dead, resumable = str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4())
+    _runs(catalog, **{live: "running", resumable: "failed"})
+    _runs(catalog, ended=timedelta(days=3), **{dead: "failed"})  # failed past gc's grace: no longer resumable
+    kept = [_folder(root, live), _folder(root, resumable), _folder(root, "dedupe-ids-a1b2c3")]
+    kept.append(_folder(root, "ids-spill-x", timedelta(hours=1)))
     gone = [_folder(root, dead), _folder(root, "dedupe-ids-old", timedelta(days=3))]
 
     dry = collect_garbage(catalog, settings, dry_run=True)
@@ -44,7 +51,7 @@ def test_gc_keeps_live_work_in_staging_and_clears_what_is_dead(catalog: Catalog,
     assert all(p.exists() for p in kept + gone)  # a dry run deletes nothing
 
     collect_garbage(catalog, settings)
-    assert all(p.exists() for p in kept)  # the running run's scratch, a live `lineage dedupe`'s ids
+    assert all(p.exists() for p in kept)  # the running and the resumable run's scratch, a live process's ids
     assert not any(p.exists() for p in gone)
 
 

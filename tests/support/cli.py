@@ -21,6 +21,7 @@ def lineage(home: Path, *args: str, check: bool = True, **env_vars: str) -> subp
 def lineage_killed_at(home: Path, point: str, *args: str) -> None:
     """``lineage ARGS`` paused at the named point (:mod:`pipelines.faults`), then SIGKILLed there."""
     marker = home.parent / f"paused-{point}"
+    marker.unlink(missing_ok=True)  # an earlier kill's marker: this process has not paused yet
     env = {**os.environ, "LINEAGE_HOME": str(home), "LINEAGE_PAUSE_AT": point, "LINEAGE_PAUSE_MARKER": str(marker)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "lineage", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT

@@ -1,0 +1,136 @@
+"""Which interrupted run a new run resumes, and how long an interrupted run stays resumable.
+
+A run is *interrupted* when it never reached its commit point: its status is ``failed``, or
+``running`` while its process is gone (same host, no such pid). An interrupted run stays
+*resumable* while
+
+* it ran on the local engine (Spark and Ray runs start over: their scratch is not recorded);
+* no run of the same output dataset has succeeded since it started (that output moved on);
+* its staging folder (``Settings.staging_dir/<run id>``, holding its partition records,
+  :mod:`pipelines.partitions`) is still there. ``lineage gc`` keeps it for a resumable run until
+  the run has been over for gc's grace period, then deletes it; a takedown purge deletes it at
+  once (it may hold the bytes of taken-down records).
+
+``lineage run FILE`` resumes the latest resumable run whose identity (:func:`same_run`) equals its
+own, keeping that run's id, so every lineage row it writes is the one an uninterrupted run writes.
+Claiming it is one conditional update (:func:`claim`), so two reruns never resume the same run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from lineage.catalog import Catalog, Run
+from lineage.catalog.models import utcnow
+
+log = logging.getLogger(__name__)
+
+RESUMING_ENGINES = frozenset({"local"})
+
+
+def process_alive(run: Run) -> bool:
+    """Whether a ``running`` run's process may still run (a run on another host cannot be told)."""
+    if run.host != socket.gethostname() or run.pid is None:
+        return True  # cannot tell from here; a stale remote run is handled by the grace period
+    try:
+        os.kill(run.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def identity(spec: dict[str, Any], inputs: list[dict[str, Any]], code_version: str, engine: str) -> dict[str, Any]:
+    """What makes two runs the same run: the pipeline as run, its resolved inputs (dataset versions,
+    raw files' fingerprints), the code version and the engine."""
+    return {"spec": spec, "inputs": inputs, "code_version": code_version, "engine": engine}
+
+
+def same_run(run: Run, wanted: dict[str, Any]) -> bool:
+    """THE comparison of a recorded run with a new one (the one place to change what "same" means)."""
+    return identity(run.spec, run.inputs, run.code_version, run.engine) == wanted
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=utcnow().tzinfo)
+
+
+def _interrupted(run: Run) -> bool:
+    return run.status == "failed" or (run.status == "running" and not process_alive(run))
+
+
+def _superseded(s: Session, run: Run) -> bool:
+    newer = select(Run.id).where(
+        Run.output_dataset == run.output_dataset, Run.status == "succeeded", Run.started_at > run.started_at
+    )
+    return s.scalars(newer.limit(1)).first() is not None
+
+
+def resumable(s: Session, run: Run, staging_dir: Path) -> bool:
+    """Whether ``run`` can be resumed now (the rules in the module docstring)."""
+    return (
+        run.engine in RESUMING_ENGINES
+        and _interrupted(run)
+        and not _superseded(s, run)
+        and (staging_dir / run.id).is_dir()
+    )
+
+
+def find_resumable(s: Session, output_dataset: str, wanted: dict[str, Any], staging_dir: Path) -> Run | None:
+    """The latest resumable run of ``output_dataset`` that is the same run as ``wanted``."""
+    candidates = select(Run).where(Run.output_dataset == output_dataset, Run.status.in_(("failed", "running")))
+    for run in s.scalars(candidates.order_by(Run.started_at.desc())):
+        if not same_run(run, wanted):
+            continue
+        if run.engine not in RESUMING_ENGINES:
+            if _interrupted(run):
+                log.warning(
+                    "run %s was interrupted on %s, which does not resume runs: starting over", run.id, run.engine
+                )
+            return None
+        if resumable(s, run, staging_dir):
+            return run
+    return None
+
+
+def claim(catalog: Catalog, run: Run) -> bool:
+    """Make ``run`` this process's running run again, unless another process claimed it first.
+
+    Its ``started_at`` becomes now (the attempt's start, which gc's grace counts from); the attempts
+    are counted in ``counts["resumed"]``."""
+    attempts = int((run.counts or {}).get("resumed", {}).get("attempts", 0)) + 1
+    with catalog.session() as s:
+        done = s.execute(
+            update(Run)
+            .where(Run.id == run.id, Run.status == run.status, Run.host == run.host, Run.pid == run.pid)
+            .values(
+                status="running",
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                started_at=utcnow(),
+                ended_at=None,
+                error=None,
+                counts={"resumed": {"attempts": attempts}},
+            )
+        )
+        return done.rowcount == 1  # type: ignore[attr-defined]
+
+
+def keep_staging(s: Session, staging_dir: Path, grace: timedelta) -> set[str]:
+    """Ids of the runs whose staging folders gc keeps: resumable runs not over for ``grace`` yet."""
+    kept = set()
+    now = utcnow()
+    for run in s.scalars(select(Run).where(Run.status.in_(("failed", "running")))):
+        ended = _aware(run.ended_at or run.started_at)
+        if now - ended <= grace and resumable(s, run, staging_dir):
+            kept.add(run.id)
+    return kept

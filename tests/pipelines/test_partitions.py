@@ -1,0 +1,82 @@
+"""The partition record protocol on real files: a record is trusted only when it is whole, names the same work
+item and every file it names is there with its size and checksum; anything else is redone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipelines.partitions import FOLDER, Partitions, clear_scratch
+
+KEY = "files:0:part-0.jsonl"
+
+
+def _complete(parts: Partitions, index: int = 0) -> Path:
+    tmp = parts.begin(index)
+    (tmp / "samples").mkdir()
+    (tmp / "samples" / "a.parquet").write_bytes(b"sample bytes")
+    (tmp / "lineage.parquet").write_bytes(b"lineage bytes")
+    parts.complete(index, KEY, {"samples": ["samples/a.parquet"], "lineage": ["lineage.parquet"]}, {"records": 3})
+    return parts.root / str(index)
+
+
+def test_a_completed_partition_is_reused_with_its_files_and_counters(tmp_path: Path) -> None:
+    parts = Partitions(tmp_path)
+    folder = _complete(parts)
+    assert not (parts.root / "0.tmp").exists() and (parts.root / "0.json").exists()
+    got = parts.reuse(0, KEY)
+    assert got is not None and got.counters == {"records": 3}
+    assert got.paths("samples") == [str(folder / "samples" / "a.parquet")] and got.paths("quarantine") == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["same size, other bytes", "shorter", "file missing", "torn record", "record missing", "other format"],
+)
+def test_a_damaged_partition_is_not_trusted(tmp_path: Path, damage: str) -> None:
+    parts = Partitions(tmp_path)
+    folder = _complete(parts)
+    staged, record = folder / "samples" / "a.parquet", parts.root / "0.json"
+    if damage == "same size, other bytes":
+        staged.write_bytes(b"sample bytez")
+    elif damage == "shorter":
+        staged.write_bytes(b"sample")
+    elif damage == "file missing":
+        staged.unlink()
+    elif damage == "torn record":
+        record.write_text(record.read_text()[:-5])
+    elif damage == "record missing":
+        record.unlink()
+    else:
+        record.write_text(json.dumps({**json.loads(record.read_text()), "format": 99}))
+    assert parts.reuse(0, KEY) is None
+
+
+def test_a_record_of_another_work_item_is_not_trusted(tmp_path: Path) -> None:
+    parts = Partitions(tmp_path)
+    _complete(parts)
+    assert parts.reuse(0, "files:0:part-1.jsonl") is None and parts.reuse(1, KEY) is None
+
+
+def test_files_without_a_record_are_never_trusted_and_begin_clears_them(tmp_path: Path) -> None:
+    parts = Partitions(tmp_path)
+    tmp = parts.begin(2)
+    (tmp / "half.parquet").write_bytes(b"half")  # killed before the rename and the record
+    assert parts.reuse(2, KEY) is None
+    again = parts.begin(2)
+    assert list(again.iterdir()) == []
+    _complete(parts, 3)
+    parts.begin(3)  # redoing a recorded partition drops its record first
+    assert not (parts.root / "3.json").exists() and not (parts.root / "3").exists()
+
+
+def test_clear_scratch_keeps_only_the_partitions(tmp_path: Path) -> None:
+    parts = Partitions(tmp_path)
+    _complete(parts)
+    (tmp_path / "barrier-1").mkdir()
+    (tmp_path / "barrier-1" / "dropped.parquet").write_bytes(b"x")
+    (tmp_path / "stray.bin").write_bytes(b"x")
+    clear_scratch(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [FOLDER] and parts.reuse(0, KEY) is not None
