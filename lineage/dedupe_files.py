@@ -87,6 +87,7 @@ def _format(path: Path) -> str:
 def _targets(inputs: list[Path], output: Path) -> tuple[list[Path], Path]:
     """Output file per input, and the report path."""
     if len(inputs) == 1 and not (output.is_dir() or str(output).endswith("/")):
+        output.parent.mkdir(parents=True, exist_ok=True)  # before the work, as a folder output is made
         return [output], output.with_name(output.name + ".duplicates.parquet")
     output.mkdir(parents=True, exist_ok=True)
     names = [p.name for p in inputs]

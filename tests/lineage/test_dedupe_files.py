@@ -113,3 +113,15 @@ def test_a_repeated_id_fails_with_the_runners_error(tmp_path: Path, settings: Se
             decide(module._spec([src], MinHashParams(), "text", "id"), settings)
         errors.append(str(caught.value))
     assert errors[0] == errors[1]
+
+
+def test_an_output_file_in_a_folder_that_does_not_exist_yet_is_written_there(
+    tmp_path: Path, settings: Settings
+) -> None:
+    """It failed after all the work, on the kept file's ``.partial`` (FileNotFoundError)."""
+    src = _write_jsonl_gz(tmp_path / "in.jsonl.gz", [{"text": f"document {i} about tea and rain"} for i in range(3)])
+    out = tmp_path / "new" / "deeper" / "out.jsonl.gz"
+    summary = dedupe_files([src], out, settings=settings)
+    assert summary.kept == 3 and out.is_file() and Path(f"{out}.duplicates.parquet").is_file()
+    assert gzip.decompress(out.read_bytes()) == gzip.decompress(src.read_bytes())
+
