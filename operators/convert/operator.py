@@ -8,6 +8,7 @@ are all kept in ``meta`` as read, so what was joined can be shown and counted (a
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from operators.base import OperatorOutput, Params, SourceOperator
-from operators.convert.readers import READERS, RawRecord, ReadOptions
+from operators.convert.jsonl_blocks import LineBlock, parse_objects, read_blocks
+from operators.convert.readers import READERS, RawRecord, ReadOptions, jsonl_record, line_record
 from operators.lineage_records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
 from operators.schema import (
     QUARANTINE_SCHEMA,
@@ -117,6 +119,62 @@ class _Builder:
             }
         )
 
+    def add_block(self, block: LineBlock) -> None:
+        """A block of JSONL lines, as the per-record path would add them one by one: the lines
+        :func:`parse_objects` takes, whose text and id are good, become samples in bulk; every other
+        line is added by :meth:`add` as :func:`jsonl_record` makes it, in its place."""
+        p, lines, offsets, first = self.params, block.lines, block.offsets, block.row
+        taken, objects = parse_objects(lines)
+        if p.text_fields:  # the joined text: record by record, from the objects parsed here
+            parsed = dict(zip(taken, objects, strict=True))
+            for i, line in enumerate(lines):
+                value = parsed.get(i)
+                if value is None:
+                    self.add(jsonl_record(line_record(first + i, offsets[i], line, False, p.max_record_bytes)))
+                else:
+                    self.add(RawRecord(first + i, offsets[i], value=value, raw=line))
+            return
+        texts = [o.pop(p.text_field, None) for o in objects]
+        good = [type(t) is str and t != "" and not t.isspace() for t in texts]
+        if p.id_field is not None:
+            ids = [o.get(p.id_field) for o in objects]
+            good = [g and v is not None and v != "" and type(v) in (str, int) for g, v in zip(good, ids, strict=True)]
+        try:
+            metas = [_META.encode(o) if o else None for o, g in zip(objects, good, strict=True) if g]
+        except RecursionError:  # parse_objects keeps deep nesting out; the per-record path says why
+            metas = None
+        if metas is None:
+            good = [False] * len(objects)
+            metas = []
+        rows = [first + i for i, g in zip(taken, good, strict=True) if g]
+        if p.id_field is None:
+            path = self.chunk["relative_path"]
+            keys = [sample_key_from_position(path, row) for row in rows]
+        else:
+            keys = [sample_key_from_id(v) for v, g in zip(ids, good, strict=True) if g]
+        dataset = self.chunk["source_dataset"]
+        new = {
+            "sample_id": [sample_id(dataset, key) for key in keys],
+            "text": [t for t, g in zip(texts, good, strict=True) if g],
+            "source_row": rows,
+            "source_offset": [offsets[row - first] for row in rows],
+            "meta": metas,
+        }
+        # the lines left to the per-record path, and where each goes among the samples made here
+        slow = sorted(set(range(len(lines))).difference(row - first for row in rows))
+        done = 0
+        for i in slow:
+            cut = bisect.bisect_left(rows, first + i, lo=done)
+            self._extend(new, done, cut)
+            done = cut
+            self.add(jsonl_record(line_record(first + i, offsets[i], lines[i], False, p.max_record_bytes)))
+        self._extend(new, done, len(rows))
+
+    def _extend(self, new: dict[str, list], start: int, stop: int) -> None:
+        if stop > start:
+            for name, values in new.items():
+                self.samples[name].extend(values[start:stop] if start or stop < len(values) else values)
+
     def _sample_fields(self, rec: RawRecord) -> tuple[str, str, str | None, str | None, str | None]:
         """(text, key, meta_json, reason, message); reason is set when the record is refused."""
         p = self.params
@@ -196,13 +254,19 @@ class ConvertOperator(SourceOperator):
     version = "2"  # 2: strict CSV with byte offsets, BOM dropped, new quarantine reasons
     Params = ConvertParams
 
-    def __init__(self, params: ConvertParams | dict | None = None, run_id: str = "", *, hashes: bool = True) -> None:
+    def __init__(
+        self, params: ConvertParams | dict | None = None, run_id: str = "", *, hashes: bool = True, blocks: bool = True
+    ) -> None:
         """``hashes=False`` leaves ``content_hash`` empty: for samples that never leave the process and
         are never deduplicated exactly (``lineage dedupe``), where hashing every text in Python was a
-        fifth of convert's time."""
+        fifth of convert's time. ``blocks=False`` reads JSONL record by record
+        (:func:`~operators.convert.readers.read_jsonl`), the reference the block path
+        (:mod:`operators.convert.jsonl_blocks`) is tested against: the same samples, quarantine
+        rows and stats."""
         super().__init__(params)
         self.run_id = run_id
         self.hashes = hashes
+        self.blocks = blocks
 
     def read(self, chunks: pa.RecordBatch) -> Iterator[OperatorOutput]:
         p: ConvertParams = self.params  # type: ignore[assignment]
@@ -217,8 +281,17 @@ class ConvertOperator(SourceOperator):
             else:
                 # opened by its real path, checked again here: a link put in since planning is refused too
                 path = links.real_path(tier, chunk["path"])
-                for rec in READERS[chunk["format"]](tier.filesystem, path, opts, chunk["relative_path"]):
-                    builder.add(rec)
-                    if len(builder) >= p.batch_rows:
-                        yield builder.flush()
+                if chunk["format"] == "jsonl" and self.blocks:
+                    for item in read_blocks(tier.filesystem, path, opts, chunk["relative_path"]):
+                        if isinstance(item, LineBlock):
+                            builder.add_block(item)
+                        else:
+                            builder.add(item)
+                        if isinstance(item, LineBlock) or len(builder) >= p.batch_rows:
+                            yield builder.flush()
+                else:
+                    for rec in READERS[chunk["format"]](tier.filesystem, path, opts, chunk["relative_path"]):
+                        builder.add(rec)
+                        if len(builder) >= p.batch_rows:
+                            yield builder.flush()
             yield builder.flush()
