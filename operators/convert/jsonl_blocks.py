@@ -187,42 +187,26 @@ def read_blocks(
             yield from out
 
 
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """The line's object as ``json.loads`` gives it, when this pass takes the line (see the module
+    docstring); None for a line the per-record reader must read."""
+    try:
+        s = line.decode("utf-8")
+        if s[:1] != "{" or s.count("{") + s.count("[") >= _MAX_BRACKETS:
+            return None
+        value, end = _SCAN(s, 0)
+    except Exception:  # noqa: BLE001 — any line the scanner refuses: the per-record reader says why
+        return None
+    if end != len(s) or ("\\u" in s and not _no_lone_surrogate(value)):
+        return None
+    return value
+
+
 def parse_objects(lines: list[bytes]) -> tuple[list[int], list[dict[str, Any]]]:
-    """(indices, objects): the lines this pass takes (see the module docstring), in order, and each
-    one's object as ``json.loads`` gives it. The other lines are for the per-record reader."""
-    try:
-        texts = [line.decode("utf-8") for line in lines]
-    except UnicodeDecodeError:
-        return _parse_one_by_one(lines)
-    taken = [i for i, s in enumerate(texts) if s[:1] == "{" and s.count("{") + s.count("[") < _MAX_BRACKETS]
-    try:
-        scanned = [_SCAN(texts[i], 0) for i in taken]
-    except Exception:  # noqa: BLE001 — any line the scanner refuses: find it one line at a time
-        return _parse_one_by_one(lines)
-    indices, objects = [], []
-    for i, (value, end) in zip(taken, scanned, strict=True):
-        s = texts[i]
-        if end == len(s) and ("\\u" not in s or _no_lone_surrogate(value)):
-            indices.append(i)
-            objects.append(value)
-    return indices, objects
-
-
-def _parse_one_by_one(lines: list[bytes]) -> tuple[list[int], list[dict[str, Any]]]:
-    """:func:`parse_objects` for a block where some line failed: the same test, line by line."""
-    indices, objects = [], []
-    for i, line in enumerate(lines):
-        try:
-            s = line.decode("utf-8")
-            if s[:1] != "{" or s.count("{") + s.count("[") >= _MAX_BRACKETS:
-                continue
-            value, end = _SCAN(s, 0)
-        except Exception:  # noqa: BLE001 — the per-record reader says why
-            continue
-        if end == len(s) and ("\\u" not in s or _no_lone_surrogate(value)):
-            indices.append(i)
-            objects.append(value)
-    return indices, objects
+    """(indices, objects): the lines :func:`parse_line` takes, in order, and their objects."""
+    parsed = [parse_line(line) for line in lines]
+    indices = [i for i, value in enumerate(parsed) if value is not None]
+    return indices, [parsed[i] for i in indices]  # type: ignore[misc]
 
 
 def _no_lone_surrogate(value: dict[str, Any]) -> bool:
