@@ -25,6 +25,7 @@ from operators.convert.readers import ReadOptions
 from storage.tier import local_tier
 from tests.data.make_bad_inputs import build
 from tests.support.convert_harness import convert
+from tests.support.json_strategies import json_values, strings
 
 DATA = Path(__file__).resolve().parents[3] / "examples" / "data"
 
@@ -87,13 +88,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
     database=None,
 )
-any_char = st.one_of(st.characters(codec="utf-8"), st.characters(categories=["Cs"]), st.sampled_from('"\\\n\r\x00 {['))
-strings = st.lists(any_char, max_size=12).map("".join)
-scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | strings
-values = st.recursive(
-    scalars, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(strings, kids, max_size=3), max_leaves=8
-)
-records = st.dictionaries(st.sampled_from(["text", "id", "lang"]) | strings, values, max_size=4)
+records = st.dictionaries(st.sampled_from(["text", "id", "lang"]) | strings, json_values, max_size=4)
 json_line = st.builds(
     lambda record, ascii, sep: json.dumps(record, ensure_ascii=ascii, separators=sep).encode("utf-8", "surrogatepass"),
     records,
