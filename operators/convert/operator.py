@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 
@@ -305,23 +307,57 @@ class ConvertOperator(SourceOperator):
             if chunk["start"] != 0 or chunk["end"] is not None:
                 raise ValueError("convert reads whole files; byte-range chunks are not supported")
             tier = Tier(TierConfig.model_validate_json(chunk["tier"]))
+            if chunk["refused"] is None and chunk["format"] == "jsonl" and self.blocks:
+                yield from self._read_blocks(_Builder(chunk, tier, p, self.run_id, hashes=False), tier, opts)
+                continue
             builder = _Builder(chunk, tier, p, self.run_id, self.hashes)
             if chunk["refused"] is not None:
                 builder.add(RawRecord(None, None, reason="invalid_file_name", message=chunk["refused"]))
             else:
                 # opened by its real path, checked again here: a link put in since planning is refused too
                 path = links.real_path(tier, chunk["path"])
-                if chunk["format"] == "jsonl" and self.blocks:
-                    for item in read_blocks(tier.filesystem, path, opts, chunk["relative_path"]):
-                        if isinstance(item, LineBlock):
-                            builder.add_block(item)
-                        else:
-                            builder.add(item)
-                        if isinstance(item, LineBlock) or len(builder) >= p.batch_rows:
-                            yield builder.flush()
-                else:
-                    for rec in READERS[chunk["format"]](tier.filesystem, path, opts, chunk["relative_path"]):
-                        builder.add(rec)
-                        if len(builder) >= p.batch_rows:
-                            yield builder.flush()
+                for rec in READERS[chunk["format"]](tier.filesystem, path, opts, chunk["relative_path"]):
+                    builder.add(rec)
+                    if len(builder) >= p.batch_rows:
+                        yield builder.flush()
             yield builder.flush()
+
+    def _read_blocks(self, builder: _Builder, tier: Tier, opts: ReadOptions) -> Iterator[OperatorOutput]:
+        """A JSONL file in blocks (:mod:`operators.convert.jsonl_blocks`). A block's content hashes
+        are made on a second thread while the next block is parsed (Arrow's normalisation releases
+        the GIL), so each output waits there for at most one block."""
+        chunk = builder.chunk
+        path = links.real_path(tier, chunk["path"])  # checked again here, as for every format
+        with ThreadPoolExecutor(1, thread_name_prefix="convert-hash") as pool:
+            pending: deque[Future[OperatorOutput]] = deque()
+
+            def hand_over(out: OperatorOutput) -> Iterator[OperatorOutput]:
+                pending.append(pool.submit(_with_hashes, out) if self.hashes else _done(out))
+                while len(pending) > 1:
+                    yield pending.popleft().result()
+
+            for item in read_blocks(tier.filesystem, path, opts, chunk["relative_path"]):
+                if isinstance(item, LineBlock):
+                    builder.add_block(item)
+                else:
+                    builder.add(item)
+                if isinstance(item, LineBlock) or len(builder) >= opts.batch_rows:
+                    yield from hand_over(builder.flush())
+            yield from hand_over(builder.flush())
+            while pending:
+                yield pending.popleft().result()
+
+
+def _with_hashes(out: OperatorOutput) -> OperatorOutput:
+    """``out`` with its samples' ``content_hash`` made (it was left empty)."""
+    samples = out.samples
+    columns = samples.columns
+    columns[SAMPLE_SCHEMA.get_field_index("content_hash")] = content_hashes(samples.column("text"))
+    batch = pa.RecordBatch.from_arrays(columns, schema=SAMPLE_SCHEMA)
+    return OperatorOutput(batch, out.lineage, out.quarantine, out.stats)
+
+
+def _done(out: OperatorOutput) -> Future[OperatorOutput]:
+    future: Future[OperatorOutput] = Future()
+    future.set_result(out)
+    return future
