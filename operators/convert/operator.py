@@ -96,7 +96,7 @@ def _fast_sample(line: bytes, text_field: str, id_field: str | None) -> tuple[st
     """(text, id value, meta) of a JSONL line that is a good sample, as the per-record path
     (:func:`jsonl_record`, then :meth:`_Builder._sample_fields`) makes it; None for every other line,
     which that path then reads. One call per line does it all, so each parsed record is freed at
-    once: a block of live dicts made the garbage collector a tenth of convert's time."""
+    once: a block of live dicts kept the garbage collector busy (up to a tenth of the time)."""
     value = parse_line(line)
     if value is None:
         return None
