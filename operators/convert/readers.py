@@ -34,7 +34,7 @@ import zstandard
 
 log = logging.getLogger(__name__)
 
-_CORRUPTION_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError, pa.ArrowException)
+CORRUPTION_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError, pa.ArrowException)
 
 
 @dataclass(slots=True)
@@ -135,7 +135,7 @@ class _LineCursor:
             self.line_no += 1
 
 
-def _corrupt(row: int | None, offset: int | None, exc: BaseException) -> RawRecord:
+def corrupt_record(row: int | None, offset: int | None, exc: BaseException) -> RawRecord:
     return RawRecord(row, offset, reason="corrupt_file", message=f"{type(exc).__name__}: {exc}")
 
 
@@ -147,18 +147,31 @@ def _text_lines(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | N
         with open_decompressed(fs, path, name) as stream:
             cursor = _LineCursor(stream, opts.max_record_bytes)
             for row, offset, line, too_large in cursor:
-                if too_large:
-                    message = f"record exceeds {opts.max_record_bytes} bytes"
-                    yield RawRecord(row, offset, raw=line, reason="record_too_large", message=message)
-                elif not line.strip():
-                    yield RawRecord(row, offset, reason="blank_line")
-                else:
-                    try:
-                        yield RawRecord(row, offset, value=line.decode("utf-8"), raw=line)
-                    except UnicodeDecodeError as exc:
-                        yield RawRecord(row, offset, raw=line, reason="invalid_utf8", message=str(exc))
-    except _CORRUPTION_ERRORS as exc:
-        yield _corrupt(cursor.line_no if cursor else 0, cursor.offset if cursor else 0, exc)
+                yield line_record(row, offset, line, too_large, opts.max_record_bytes)
+    except CORRUPTION_ERRORS as exc:
+        yield corrupt_record(cursor.line_no if cursor else 0, cursor.offset if cursor else 0, exc)
+
+
+def line_record(row: int, offset: int, line: bytes, too_large: bool, limit: int) -> RawRecord:
+    """One line as a record: its text (``value``), or why not (oversized, blank, invalid UTF-8).
+
+    ``line`` is as :class:`_LineCursor` gives it: without its line end (and, at offset 0, a BOM),
+    or, when ``too_large``, the line's first ``limit + 1`` bytes as read."""
+    if too_large:
+        return RawRecord(row, offset, raw=line, reason="record_too_large", message=f"record exceeds {limit} bytes")
+    if not line.strip():
+        return RawRecord(row, offset, reason="blank_line")
+    try:
+        return RawRecord(row, offset, value=line.decode("utf-8"), raw=line)
+    except UnicodeDecodeError as exc:
+        return RawRecord(row, offset, raw=line, reason="invalid_utf8", message=str(exc))
+
+
+def jsonl_record(rec: RawRecord) -> RawRecord:
+    """A line's record (:func:`line_record`) parsed as a JSON object, or with the reason it is not one."""
+    if rec.reason is None:
+        rec.value, rec.reason, rec.message = _json_object(rec.value, rec.raw)  # type: ignore[arg-type]
+    return rec
 
 
 def _json_object(text: str, raw: bytes) -> tuple[Any, str | None, str | None]:
@@ -180,10 +193,10 @@ def _json_object(text: str, raw: bytes) -> tuple[Any, str | None, str | None]:
 
 
 def read_jsonl(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | None = None) -> Iterator[RawRecord]:
+    """Record by record: the reference for :mod:`operators.convert.jsonl_blocks`, which reads the
+    same files in blocks and gives each line it cannot take to :func:`jsonl_record`."""
     for rec in _text_lines(fs, path, opts, name):
-        if rec.reason is None:
-            rec.value, rec.reason, rec.message = _json_object(rec.value, rec.raw)  # type: ignore[arg-type]
-        yield rec
+        yield jsonl_record(rec)
 
 
 def read_text(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | None = None) -> Iterator[RawRecord]:
@@ -193,8 +206,8 @@ def read_text(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | Non
     try:
         with open_decompressed(fs, path, name) as stream:
             data = stream.read(opts.max_record_bytes + 1)
-    except _CORRUPTION_ERRORS as exc:
-        yield _corrupt(0, 0, exc)
+    except CORRUPTION_ERRORS as exc:
+        yield corrupt_record(0, 0, exc)
         return
     if len(data) > opts.max_record_bytes:
         yield RawRecord(
@@ -375,8 +388,8 @@ def read_csv(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | None
                 else:
                     yield _csv_record(row, header, fields, lines.take(), opts.max_record_bytes)
                 row += 1
-    except _CORRUPTION_ERRORS as exc:
-        yield _corrupt(row, lines.offset if lines else 0, exc)
+    except CORRUPTION_ERRORS as exc:
+        yield corrupt_record(row, lines.offset if lines else 0, exc)
 
 
 def _csv_header_problem(header: list[str], span: _Span, limit: int) -> str | None:
@@ -462,8 +475,8 @@ def read_parquet(fs: pafs.FileSystem, path: str, opts: ReadOptions, name: str | 
                     else:
                         yield RawRecord(row, None, value=value, raw=raw)
                     row += 1
-    except _CORRUPTION_ERRORS as exc:
-        yield _corrupt(row, None, exc)
+    except CORRUPTION_ERRORS as exc:
+        yield corrupt_record(row, None, exc)
 
 
 READERS = {"jsonl": read_jsonl, "text": read_text, "csv": read_csv, "parquet": read_parquet}

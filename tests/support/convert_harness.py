@@ -12,9 +12,12 @@ from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from storage.tier import local_tier
 
 
-def convert(root: Path, pattern: str, dataset: str = "ds", **params) -> tuple[pa.Table, pa.Table, pa.Table, dict]:
+def convert(
+    root: Path, pattern: str, dataset: str = "ds", *, blocks: bool = True, **params
+) -> tuple[pa.Table, pa.Table, pa.Table, dict]:
+    """``blocks=False``: JSONL record by record, the reference the block path is checked against."""
     chunks = plan_chunks(SourceSpec(dataset, local_tier(root), pattern), 3)
-    op = ConvertOperator(params, run_id="run-1")
+    op = ConvertOperator(params, run_id="run-1", blocks=blocks)
     samples, lineage, quarantine, stats = [], [], [], {}
     for batch in chunks.to_batches():
         for out in op.read(batch):

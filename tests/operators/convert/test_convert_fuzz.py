@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from operators.convert.readers import _csv_condenser
 from tests.support.convert_harness import convert
+from tests.support.json_strategies import any_char, json_values, strings
 
 REASONS = {
     "invalid_json",
@@ -41,14 +42,6 @@ FUZZ = settings(
     database=None,
 )
 
-# any character, lone surrogates often, and the ones JSON escapes. (Lists, not st.text: a union of
-# character strategies is merged into one code point range, where surrogates are rare.)
-any_char = st.one_of(st.characters(codec="utf-8"), st.characters(categories=["Cs"]), st.sampled_from('"\\\n\x00 '))
-strings = st.lists(any_char, max_size=12).map("".join)
-scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | strings
-json_values = st.recursive(
-    scalars, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(strings, kids, max_size=3), max_leaves=8
-)
 fields = st.dictionaries(st.sampled_from(["lang", "meta"]) | strings, json_values, max_size=3)
 records = st.one_of(
     st.builds(lambda text, rest: {"text": text, **rest}, st.lists(any_char, max_size=40).map("".join), fields),

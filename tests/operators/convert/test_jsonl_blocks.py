@@ -1,0 +1,133 @@
+"""The block path for JSONL (operators/convert/jsonl_blocks.py) against the per-record reader.
+
+The per-record path is the reference: on the bundled corpora, the bad-input corpus and random
+files, both paths give the same samples (every column, byte for byte: ids, texts, ``meta``,
+offsets), the same lineage, the same quarantine rows (reason, message, raw bytes, row, offset)
+and the same stats. Small pieces and blocks put every line end, oversized line and damage on a
+piece or block boundary somewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from operators.convert import jsonl_blocks
+from operators.convert.readers import ReadOptions
+from storage.tier import local_tier
+from tests.data.make_bad_inputs import build
+from tests.support.convert_harness import convert
+from tests.support.json_strategies import json_values, strings
+
+DATA = Path(__file__).resolve().parents[3] / "examples" / "data"
+
+
+def assert_same(root: Path, pattern: str, **params: Any) -> pa.Table:
+    """Convert with both paths and compare everything; returns the samples."""
+    old = convert(root, pattern, blocks=False, **params)
+    new = convert(root, pattern, blocks=True, **params)
+    for name, a, b in zip(("samples", "lineage", "quarantine"), old[:3], new[:3], strict=True):
+        assert a.schema == b.schema, name
+        for column in a.column_names:
+            assert a.column(column).combine_chunks().equals(b.column(column).combine_chunks()), (pattern, name, column)
+    assert old[3] == new[3], "stats"
+    return new[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("debian_en.jsonl.gz", {}),
+        ("debian_en.jsonl.gz", {"id_field": "id", "batch_rows": 1000}),
+        ("debian_zh.jsonl.gz", {"text_fields": ["text", "source"], "join": " / "}),
+        ("debian_zh.jsonl.gz", {"id_field": "id"}),
+    ],
+)
+def test_bundled_corpora_give_the_same_rows_on_both_paths(name: str, params: dict[str, Any]) -> None:
+    samples = assert_same(DATA, name, **params)
+    assert samples.num_rows > 2000 and samples.column("meta").null_count == 0
+
+
+def test_bad_input_corpus_gives_the_same_rows_on_both_paths(tmp_path: Path) -> None:
+    cases = build(tmp_path)
+    for case in cases:
+        assert_same(tmp_path / case.name, "", **case.params)
+    jsonl = [f for case in cases for f in case.files if ".jsonl" in f.name]
+    assert len(jsonl) >= 10 and any(f.damaged_at for f in jsonl)  # the corpus's JSONL files were compared
+
+
+@pytest.fixture
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read the stream a few bytes at a time: lines and oversized lines then span pieces."""
+    monkeypatch.setattr(jsonl_blocks, "_PIECE_BYTES", 7)
+
+
+def test_pieces_and_blocks_smaller_than_a_line_give_the_same_rows(tmp_path: Path, small_pieces: None) -> None:
+    lines = [json.dumps({"text": f"doc {i}", "n": i, "tags": ["a", {"b": None}]}) for i in range(40)]
+    lines[3] = "x" * 120  # oversized
+    lines[7] = ""  # blank
+    lines[11] = '{"text": "cut'  # invalid
+    lines[12] = "\ufeff" + lines[12]  # a BOM not at the start of the file
+    data = ("\ufeff" + "\r\n".join(lines) + "\n" + "y" * 130).encode()
+    (tmp_path / "f.jsonl").write_bytes(data)
+    for batch_rows in (1, 3, 4096):
+        assert_same(tmp_path, "f.jsonl", max_record_bytes=100, batch_rows=batch_rows)
+
+
+FUZZ = settings(
+    max_examples=150,
+    deadline=timedelta(seconds=5),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    database=None,
+)
+records = st.dictionaries(st.sampled_from(["text", "id", "lang"]) | strings, json_values, max_size=4)
+json_line = st.builds(
+    lambda record, ascii, sep: json.dumps(record, ensure_ascii=ascii, separators=sep).encode("utf-8", "surrogatepass"),
+    records,
+    st.booleans(),
+    st.sampled_from([None, (",", ":"), (" ,", " : ")]),
+)
+raw_line = st.binary(max_size=60).map(lambda b: b.replace(b"\n", b" "))
+deep_line = st.integers(150, 1200).map(lambda n: b'{"text": "t", "d": ' + b"[" * n + b"]" * n + b"}")
+
+
+@FUZZ
+@given(
+    lines=st.lists(json_line | raw_line | deep_line | st.just(b"") | st.just(b"\xef\xbb\xbf{}"), max_size=14),
+    newline=st.sampled_from([b"\n", b"\r\n", b"\r\r\n"]),
+    final_newline=st.booleans(),
+    id_field=st.sampled_from([None, "id"]),
+    batch_rows=st.sampled_from([1, 2, 5, 4096]),
+    limit=st.sampled_from([40, 300, 1 << 20]),
+)
+def test_random_files_give_the_same_rows_on_both_paths(
+    small_pieces: None,
+    lines: list[bytes],
+    newline: bytes,
+    final_newline: bool,
+    id_field: str | None,
+    batch_rows: int,
+    limit: int,
+) -> None:
+    data = newline.join(lines) + (newline if final_newline else b"")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "f.jsonl").write_bytes(data)
+        assert_same(Path(tmp), "f.jsonl", id_field=id_field, batch_rows=batch_rows, max_record_bytes=limit)
+
+
+def test_the_block_pass_takes_every_line_of_the_bundled_corpus() -> None:
+    """Guards the comparisons above: on clean data the block pass, not the fallback, made the rows."""
+    opts = ReadOptions(8 << 20, batch_rows=4096)
+    items = list(jsonl_blocks.read_blocks(local_tier(DATA).filesystem, str(DATA / "debian_zh.jsonl.gz"), opts))
+    assert all(isinstance(item, jsonl_blocks.LineBlock) for item in items)
+    for block in items:
+        taken, _ = jsonl_blocks.parse_objects(block.lines)
+        assert taken == list(range(len(block.lines)))
