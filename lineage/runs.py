@@ -32,6 +32,7 @@ from lineage.catalog.queries import dataset_version, get_release, require_data
 from lineage.errors import Invalid
 from lineage.openlineage import emit_after_commit
 from lineage.releases.contamination import resolve_sources
+from lineage.run_key import RunKey
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
 from operators.base import ClusterOperator
@@ -48,6 +49,16 @@ from storage.tier import get_tier
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class StageOf:
+    """The run is stage ``stage`` of pipeline run ``pipeline_run_id`` (``lineage.pipeline_runs``), with
+    this cache key: recorded on the run row, so a rerun can tell whether it may reuse the output."""
+
+    pipeline_run_id: str
+    stage: str
+    key: RunKey
+
+
 @dataclass
 class RunOutcome:
     run_id: str
@@ -62,11 +73,18 @@ class Runner:
         self.settings = settings or get_settings()
         self.catalog = catalog or Catalog(self.settings.catalog_url or "")
 
-    def run(self, spec: PipelineSpec, *, engine: str | None = None, progress: ProgressFn = _no_progress) -> RunOutcome:
+    def run(
+        self,
+        spec: PipelineSpec,
+        *,
+        engine: str | None = None,
+        progress: ProgressFn = _no_progress,
+        stage: StageOf | None = None,
+    ) -> RunOutcome:
         engine_name = engine or spec.engine
         check_engine(engine_name)  # an unknown engine or a missing extra fails before any work or catalog row
         run_id = str(uuid.uuid4())
-        spec = self._resolve_evalsets(spec)
+        spec = self.resolve_evalsets(spec)
         plan = execute.plan(spec, run_id, self.settings, self._members(spec))
         sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)
         published = self._resolve_published(plan.cluster) if plan.cluster else []
@@ -88,6 +106,10 @@ class Runner:
                     host=socket.gethostname(),
                     pid=os.getpid(),
                     staging_prefix=run_prefix(run_id),
+                    pipeline_run_id=stage.pipeline_run_id if stage else None,
+                    stage=stage.stage if stage else None,
+                    cache_key=stage.key.digest if stage else None,
+                    cache_parts=stage.key.model_dump(mode="json") if stage else None,
                 )
             )
         log.info("run %s: %s -> %s on %s", run_id, spec.name, spec.output.dataset, engine_name)
@@ -147,7 +169,7 @@ class Runner:
             found[inp.dataset] = sorted(names.to_pylist())
         return found
 
-    def _resolve_evalsets(self, spec: PipelineSpec) -> PipelineSpec:
+    def resolve_evalsets(self, spec: PipelineSpec) -> PipelineSpec:
         """A ``decontaminate`` step gets the pinned item tables of the eval sets it names (none: every
         active one), so the run records exactly which versions it checked."""
         if not any(op.name == "decontaminate" for op in spec.operators):
