@@ -17,7 +17,7 @@ Protocol:
    protocol of a run holds for it: its output is one dataset version, committed atomically, and its
    run row records the pipeline run, the stage and the key (``StageOf``). After each stage the
    pipeline run's ``stages`` list gains its entry (its own transaction), then the crash point
-   ``pipeline.stage_done`` (:mod:`pipelines.faults`);
+   ``pipeline.stage_done.STAGE`` (:mod:`pipelines.faults`);
 4. all stages done: the pipeline run is ``succeeded``, and its OpenLineage events are emitted: the
    pipeline's own job, the parent of every stage's job (``ParentRunFacet``).
 
@@ -208,7 +208,7 @@ class PipelineRunner:
                 versions[name] = decision.version
                 done.append(decision)
                 self._record(pipeline_run_id, done)
-                checkpoint("pipeline.stage_done")
+                checkpoint(f"pipeline.stage_done.{name}")
         except BaseException as exc:
             self._finish(pipeline_run_id, "failed", f"{type(exc).__name__}: {exc}"[:4000])
             raise

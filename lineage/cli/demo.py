@@ -124,7 +124,8 @@ def _demo(service: Service, settings: Settings, spec: DagSpec, planted: dict[str
     v = registered.evalset
     console.print(
         f"{v.ref}: {v.item_count} items ({'registered' if registered.changed else 'already registered, no-op'});"
-        f" planted {', '.join(f'{i} ({how})' for i, _, how in PLANTED)} into {Path(raw_inputs(spec)[0].path or '').parent}"
+        f" planted {', '.join(f'{i} ({how})' for i, _, how in PLANTED)}"
+        f" into {Path(raw_inputs(spec)[0].path or '').parent}"
     )
 
     console.rule(
@@ -171,7 +172,7 @@ def _demo(service: Service, settings: Settings, spec: DagSpec, planted: dict[str
     url = f"http://{settings.api_host}:{settings.api_port}/releases/{release.ref.replace('@', '/')}"
     console.print(f"web view of the release: run `lineage serve`, then open {url}")
 
-    console.rule("[bold]4. lineage of an exact duplicate, a near-duplicate, a sample the mixture left out and a kept one")
+    console.rule("[bold]4. lineage of an exact duplicate, a near-duplicate, a sample the mixture left out, a kept one")
     stages = run.pipeline_run.stages if run.pipeline_run is not None else []
     outputs = [(st["dataset"], st["version"]) for st in reversed(stages)] or [(run.dataset, run.version)]
     steps = (("exact_dedupe", "dropped"), ("minhash_dedupe", "dropped"), ("mixture", "dropped"), ("quality", "kept"))
@@ -179,7 +180,7 @@ def _demo(service: Service, settings: Settings, spec: DagSpec, planted: dict[str
         for dataset, version in outputs:  # the merge's output first, then the stages that cleaned each source
             first = service.list_samples(dataset, version, limit=1, operator=operator, verdict=verdict)
             if first.items:
-                print_sample_lineage(service.sample_lineage(first.items[0].sample_id, dataset=dataset))
+                print_sample_lineage(service.sample_lineage(first.items[0].sample_id))  # every stage's version
                 break
     console.print(
         "\nTry: lineage release show "
