@@ -677,7 +677,7 @@ class Service:
     def _pipeline_spec(spec: PipelineSpec | DagSpec | dict[str, Any] | Path) -> PipelineSpec | DagSpec:
         """A pipeline file, or a dict (with ``stages``: of stages), as its spec."""
         from pipelines.dag import DagSpec, load_pipeline, parse_dag  # start-up: PyYAML
-        from pipelines.spec import PipelineSpec
+        from pipelines.spec import PipelineSpec  # start-up: PyYAML
 
         if isinstance(spec, Path):
             return load_pipeline(spec)
