@@ -154,7 +154,8 @@ class PipelineRunner:
             waiting = [up for up in dag.stage(name).upstream if up in running]
             if waiting:
                 out = dag.stage(name).output.dataset
-                found.append(StageDecision(name, RUN, f"upstream stage {waiting[0]} runs", dataset=out))
+                why = "forced" if name in forced else f"upstream stage {waiting[0]} runs"
+                found.append(StageDecision(name, RUN, why, dataset=out))
                 running.append(name)
                 continue
             decision, _ = self._decide(dag, name, versions, name in forced)

@@ -88,7 +88,7 @@ def test_a_rerun_skips_unchanged_stages_and_runs_what_changed(
         assert [(s, p.action, p.reason) for s, p in from_zh.items()] == [
             ("clean-en", "run", "changed: inputs"),
             ("clean-zh", "run", "forced"),
-            ("merge", "run", "upstream stage clean-en runs"),
+            ("merge", "run", "forced"),
         ]
         forced = service.run_pipeline(changed, force=True)
         assert _actions(forced) == [("clean-en", "run"), ("clean-zh", "run"), ("merge", "run")]

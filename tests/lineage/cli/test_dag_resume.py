@@ -49,6 +49,13 @@ def test_a_killed_pipeline_reruns_only_its_unfinished_stages_and_gives_the_same_
     assert [st["run_id"] for st in runs[1]["stages"][:2]] == [st["run_id"] for st in killed["stages"]]
     assert _published_digest(home) == expected
 
+    forced = lineage(home, "run", str(pipeline), "--plan", "--force").stdout
+    assert "3 of 3 stage(s) would run; nothing was changed" in forced and forced.count("forced") == 3
+    lineage(home, "run", str(pipeline), "--from", "merge")
+    assert _stages(_pipeline_runs(home)[2]) == [("clean-en", "skip"), ("clean-zh", "skip"), ("merge", "run")]
+    unknown = lineage(home, "run", str(pipeline), "--from", "clean-fr", check=False)
+    assert unknown.returncode != 0 and "has no stage 'clean-fr'" in unknown.stdout + unknown.stderr
+
 
 def test_a_pipeline_killed_inside_its_first_stage_reruns_it_and_gives_the_same_release(tmp_path: Path) -> None:
     pipeline = write_dag_file(tmp_path / "work")

@@ -81,7 +81,8 @@ def test_spark_components_with_empty_partitions(spark) -> None:  # noqa: F811
     engine = SparkEngine(Settings().execution())
     result = engine.connected_components(spark.createDataFrame(as_table(e, "int64")), partitions=8).toArrow()
     engine.close()
-    assert sorted(zip(result.column("node").to_pylist(), result.column("component").to_pylist())) == [
+    pairs = zip(result.column("node").to_pylist(), result.column("component").to_pylist(), strict=True)
+    assert sorted(pairs) == [
         (5, 5),
         (9, 5),
         (12, 5),
