@@ -56,6 +56,7 @@ from pipelines.dag import DagSpec
 from pipelines.engines import check_engine
 from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.faults import checkpoint
+from pipelines.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,10 @@ class PipelineRunner:
             return set(dag.order())
         return set(dag.downstream(from_stage)) if from_stage is not None else set()
 
-    def _decide(self, dag: DagSpec, name: str, versions: dict[str, int], forced: bool) -> tuple[StageDecision, Any]:
-        """The decision for stage ``name`` with its upstream stages at ``versions``, and its spec and key."""
+    def _decide(
+        self, dag: DagSpec, name: str, versions: dict[str, int], forced: bool
+    ) -> tuple[StageDecision, PipelineSpec, RunKey]:
+        """The decision for stage ``name`` with its upstream stages at ``versions``, its spec and its key."""
         spec = dag.stage_spec(name, versions)
         resolved = self.runner.resolve_evalsets(spec)  # the eval set versions a decontaminate step pins
         with self.catalog.session() as s:
@@ -142,7 +145,7 @@ class PipelineRunner:
             else:
                 decision.action, decision.reason = SKIP, f"unchanged since run {last.id}"
                 decision.version, decision.run_id = dv.version, last.id
-        return decision, (spec, key)
+        return decision, spec, key
 
     def plan(self, dag: DagSpec, *, from_stage: str | None = None, force: bool = False) -> list[StageDecision]:
         """What :meth:`run` would do, changing nothing."""
@@ -158,7 +161,7 @@ class PipelineRunner:
                 found.append(StageDecision(name, RUN, why, dataset=out))
                 running.append(name)
                 continue
-            decision, _ = self._decide(dag, name, versions, name in forced)
+            decision, _, _ = self._decide(dag, name, versions, name in forced)
             if decision.action == SKIP and decision.version is not None:
                 versions[name] = decision.version
             else:
@@ -198,7 +201,7 @@ class PipelineRunner:
         try:
             versions: dict[str, int] = {}
             for name in dag.order():
-                decision, (spec, key) = self._decide(dag, name, versions, name in forced)
+                decision, spec, key = self._decide(dag, name, versions, name in forced)
                 if decision.action == RUN:
                     log.info("stage %s runs: %s", name, decision.reason)
                     outcome = self._run_stage(spec, key, engine_name, pipeline_run_id, name, progress)
@@ -218,7 +221,7 @@ class PipelineRunner:
         return PipelineOutcome(pipeline_run_id, done)
 
     def _run_stage(
-        self, spec: Any, key: RunKey, engine: str, pipeline_run_id: str, name: str, progress: ProgressFn
+        self, spec: PipelineSpec, key: RunKey, engine: str, pipeline_run_id: str, name: str, progress: ProgressFn
     ) -> tuple[int, str]:
         outcome = self.runner.run(spec, engine=engine, progress=progress, stage=StageOf(pipeline_run_id, name, key))
         return outcome.version, outcome.run_id
