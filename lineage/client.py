@@ -267,6 +267,25 @@ class Client:
     def get_run(self, run_id: str) -> S.RunOut:
         return self._call(lambda: self.service.get_run(run_id), "GET", f"/runs/{_q(run_id)}", S.RunOut)
 
+    def list_pipeline_runs(
+        self, limit: int | None = None, offset: int = 0, *, pipeline: str | None = None, status: str | None = None
+    ) -> S.Page[S.PipelineRunOut]:
+        return self._call(
+            lambda: self.service.list_pipeline_runs(limit, offset, pipeline=pipeline, status=status),
+            "GET",
+            "/pipeline-runs",
+            S.Page[S.PipelineRunOut],
+            params={"limit": limit, "offset": offset, "pipeline": pipeline, "status": status},
+        )
+
+    def get_pipeline_run(self, pipeline_run_id: str) -> S.PipelineRunOut:
+        return self._call(
+            lambda: self.service.get_pipeline_run(pipeline_run_id),
+            "GET",
+            f"/pipeline-runs/{_q(pipeline_run_id)}",
+            S.PipelineRunOut,
+        )
+
     # -- releases -----------------------------------------------------------------------------
     def list_releases(
         self, limit: int | None = None, offset: int = 0, *, name: str | None = None, state: str | None = None
@@ -603,10 +622,24 @@ class Client:
         *,
         engine: str | None = None,
         progress: Progress | None = None,
+        from_stage: str | None = None,
+        force: bool = False,
     ) -> S.RunResult:
-        """Run a pipeline (its TOML/YAML file, or the same as a dict) and commit its output as a new version."""
+        """Run a pipeline (its TOML/YAML file, or the same as a dict) and commit its output as a new version;
+        a pipeline of stages skips the unchanged ones unless ``from_stage`` or ``force`` say otherwise."""
         return self._in_process(
-            "run_pipeline", lambda: self.service.run_pipeline(spec, engine=engine, progress=progress)
+            "run_pipeline",
+            lambda: self.service.run_pipeline(
+                spec, engine=engine, progress=progress, from_stage=from_stage, force=force
+            ),
+        )
+
+    def plan_pipeline(
+        self, spec: dict[str, Any] | Path, *, from_stage: str | None = None, force: bool = False
+    ) -> S.PipelinePlan:
+        """Which stages a run would run or skip, and why; changes nothing (see ``lineage run --plan``)."""
+        return self._in_process(
+            "plan_pipeline", lambda: self.service.plan_pipeline(spec, from_stage=from_stage, force=force)
         )
 
     def ingest(

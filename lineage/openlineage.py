@@ -24,7 +24,16 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from lineage import catalog_graph
-from lineage.catalog import Catalog, Dataset, DatasetVersion, LineageEdge, LineageEvent, LineageNode, Run
+from lineage.catalog import (
+    Catalog,
+    Dataset,
+    DatasetVersion,
+    LineageEdge,
+    LineageEvent,
+    LineageNode,
+    PipelineRun,
+    Run,
+)
 from lineage.catalog.models import as_utc, utcnow
 from lineage.errors import NotFound
 from lineage.settings import Settings
@@ -216,8 +225,41 @@ def _file_dataset(uri: str) -> tuple[str, str]:
     return f"{scheme}://{authority}", path or "/"
 
 
-def run_events(run: Run, dv: DatasetVersion | None, settings: Settings) -> list[dict[str, Any]]:
-    """START and COMPLETE (or FAIL) events describing one of our pipeline runs."""
+PARENT_SCHEMA = "https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet"
+
+
+def parent_facet(prun: PipelineRun, namespace: str) -> dict[str, Any]:
+    """OpenLineage's ``ParentRunFacet`` of a stage's run: the pipeline run and job it belongs to."""
+    return {
+        "_producer": PRODUCER,
+        "_schemaURL": PARENT_SCHEMA,
+        "run": {"runId": prun.id},
+        "job": {"namespace": namespace, "name": prun.pipeline},
+    }
+
+
+def pipeline_run_events(prun: PipelineRun, settings: Settings) -> list[dict[str, Any]]:
+    """START and COMPLETE (or FAIL) of a pipeline run of stages: job ``PIPELINE``, whose children are
+    the stages' jobs ``PIPELINE.STAGE``. Its datasets are its stages' (their own events name them)."""
+    job = {"namespace": settings.openlineage_namespace, "name": prun.pipeline, "facets": {}}
+    run_facets = {"processing_engine": _facet({"name": prun.engine, "version": prun.code_version})}
+    base = {"producer": PRODUCER, "schemaURL": SCHEMA_URL, "job": job, "inputs": [], "outputs": []}
+    return [
+        {**base, "eventType": "START", "eventTime": as_utc(prun.started_at).isoformat(), "run": {"runId": prun.id}},
+        {
+            **base,
+            "eventType": "COMPLETE" if prun.status == "succeeded" else "FAIL",
+            "eventTime": as_utc(prun.ended_at or utcnow()).isoformat(),
+            "run": {"runId": prun.id, "facets": run_facets},
+        },
+    ]
+
+
+def run_events(
+    run: Run, dv: DatasetVersion | None, settings: Settings, parent: PipelineRun | None = None
+) -> list[dict[str, Any]]:
+    """START and COMPLETE (or FAIL) events describing one of our pipeline runs (a stage's carry the
+    ``parent`` facet of its pipeline run)."""
     ns = settings.openlineage_namespace
     inputs = []
     for inp in run.inputs:
@@ -254,6 +296,8 @@ def run_events(run: Run, dv: DatasetVersion | None, settings: Settings) -> list[
     base = {"producer": PRODUCER, "schemaURL": SCHEMA_URL, "job": job, "inputs": inputs}
     end_type = "COMPLETE" if run.status == "succeeded" else "FAIL"
     run_facets = {"processing_engine": _facet({"name": run.engine, "version": run.code_version})}
+    if parent is not None:
+        run_facets["parent"] = parent_facet(parent, ns)
     return [
         {
             **base,
@@ -282,7 +326,8 @@ def emit_run(catalog: Catalog, settings: Settings, run_id: str) -> int:
         if run is None:
             raise NotFound(f"run {run_id} does not exist")
         dv = s.scalars(select(DatasetVersion).where(DatasetVersion.run_id == run_id)).first()
-        events = run_events(run, dv, settings)
+        parent = s.get(PipelineRun, run.pipeline_run_id) if run.pipeline_run_id else None
+        events = run_events(run, dv, settings, parent)
         for event in events:
             ingest(s, event)
     log.info("run %s: %d OpenLineage events ingested", run_id, len(events))
@@ -296,6 +341,20 @@ def emit_after_commit(catalog: Catalog, settings: Settings, run_id: str) -> None
         emit_run(catalog, settings, run_id)
     except Exception:
         log.exception("run %s: could not record its OpenLineage events", run_id)
+
+
+def emit_pipeline_after_commit(catalog: Catalog, settings: Settings, pipeline_run_id: str) -> None:
+    """The events of a finished pipeline run of stages (its own job, the parent of its stages' jobs);
+    like :func:`emit_after_commit`, a failure is logged, not raised."""
+    try:
+        with catalog.session() as s:
+            prun = s.get(PipelineRun, pipeline_run_id)
+            if prun is None:
+                raise NotFound(f"pipeline run {pipeline_run_id} does not exist")
+            for event in pipeline_run_events(prun, settings):
+                ingest(s, event)
+    except Exception:
+        log.exception("pipeline run %s: could not record its OpenLineage events", pipeline_run_id)
 
 
 # -- the graph ----------------------------------------------------------------------------------

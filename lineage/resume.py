@@ -49,15 +49,16 @@ def process_alive(run: Run) -> bool:
     return True
 
 
-def identity(spec: dict[str, Any], inputs: list[dict[str, Any]], code_version: str, engine: str) -> dict[str, Any]:
-    """What makes two runs the same run: the pipeline as run, its resolved inputs (dataset versions,
-    raw files' fingerprints), the code version and the engine."""
-    return {"spec": spec, "inputs": inputs, "code_version": code_version, "engine": engine}
+def identity(pipeline: str, cache_key: str, engine: str) -> dict[str, Any]:
+    """What makes two runs the same run: the pipeline's name, its cache key (:mod:`lineage.run_key`: the
+    resolved inputs, with raw files' fingerprints, the operators and params, the code version, the
+    mixture and the output) and the engine."""
+    return {"pipeline": pipeline, "cache_key": cache_key, "engine": engine}
 
 
 def same_run(run: Run, wanted: dict[str, Any]) -> bool:
     """THE comparison of a recorded run with a new one (the one place to change what "same" means)."""
-    return identity(run.spec, run.inputs, run.code_version, run.engine) == wanted
+    return run.cache_key is not None and identity(run.pipeline, run.cache_key, run.engine) == wanted
 
 
 def _aware(moment: datetime) -> datetime:
@@ -102,11 +103,12 @@ def find_resumable(s: Session, output_dataset: str, wanted: dict[str, Any], stag
     return None
 
 
-def claim(catalog: Catalog, run: Run) -> bool:
+def claim(catalog: Catalog, run: Run, *, pipeline_run_id: str | None = None) -> bool:
     """Make ``run`` this process's running run again, unless another process claimed it first.
 
     Its ``started_at`` becomes now (the attempt's start, which gc's grace counts from); the attempts
-    are counted in ``counts["resumed"]``."""
+    are counted in ``counts["resumed"]``. A stage run resumed by a new pipeline run becomes that
+    pipeline run's stage (``pipeline_run_id``)."""
     attempts = int((run.counts or {}).get("resumed", {}).get("attempts", 0)) + 1
     with catalog.session() as s:
         done = s.execute(
@@ -120,6 +122,7 @@ def claim(catalog: Catalog, run: Run) -> bool:
                 ended_at=None,
                 error=None,
                 counts={"resumed": {"attempts": attempts}},
+                pipeline_run_id=pipeline_run_id if pipeline_run_id is not None else run.pipeline_run_id,
             )
         )
         return done.rowcount == 1  # type: ignore[attr-defined]

@@ -37,6 +37,7 @@ from lineage.catalog.queries import dataset_version, get_release, require_data
 from lineage.errors import Invalid
 from lineage.openlineage import emit_after_commit
 from lineage.releases.contamination import resolve_sources
+from lineage.run_key import run_key
 from lineage.settings import Settings, get_settings
 from lineage.version import code_version
 from operators.base import ClusterOperator
@@ -54,6 +55,16 @@ from storage.tier import get_tier
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class StageOf:
+    """The run is stage ``stage`` of pipeline run ``pipeline_run_id`` (``lineage.pipeline_runs``). The run
+    records its own cache key (:mod:`lineage.run_key`, from the inputs it resolved), every run does, so a
+    rerun can tell whether it may reuse the output or resume the run."""
+
+    pipeline_run_id: str
+    stage: str
+
+
 @dataclass
 class RunOutcome:
     run_id: str
@@ -68,19 +79,25 @@ class Runner:
         self.settings = settings or get_settings()
         self.catalog = catalog or Catalog(self.settings.catalog_url or "")
 
-    def run(self, spec: PipelineSpec, *, engine: str | None = None, progress: ProgressFn = _no_progress) -> RunOutcome:
+    def run(
+        self,
+        spec: PipelineSpec,
+        *,
+        engine: str | None = None,
+        progress: ProgressFn = _no_progress,
+        stage: StageOf | None = None,
+    ) -> RunOutcome:
         engine_name = engine or spec.engine
         check_engine(engine_name)  # an unknown engine or a missing extra fails before any work or catalog row
         run_id = str(uuid.uuid4())
-        spec = self._resolve_evalsets(spec)
+        spec = self.resolve_evalsets(spec)
         sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)
-        recorded = spec.model_dump(mode="json")
+        key = run_key(spec, inputs, code_version())
         plan = execute.plan(spec, run_id, self.settings, self._members(spec))
         published = self._resolve_published(plan.cluster) if plan.cluster else []
         if published and engine_name != "local":
             raise Invalid("deduplicating against published releases (against=) runs on the local engine only")
-        wanted = resume.identity(recorded, inputs, code_version(), engine_name)
-        resumed = self._resume(spec, wanted)
+        resumed = self._resume(spec, resume.identity(spec.name, key.digest, engine_name), stage)
         if resumed is not None:  # the interrupted run's id: its recorded partitions and lineage rows are ours
             run_id = resumed
             plan = replace(plan, run_id=run_id)
@@ -94,14 +111,18 @@ class Runner:
                         pipeline=spec.name,
                         engine=engine_name,
                         output_dataset=spec.output.dataset,
-                        spec=recorded,
+                        spec=spec.model_dump(mode="json"),
                         operators=[src.convert.describe() for src in sources[:1]]
                         + [op.describe() for op in plan.operators],
                         inputs=inputs,
-                        code_version=wanted["code_version"],
+                        code_version=key.code_version,
                         host=socket.gethostname(),
                         pid=os.getpid(),
                         staging_prefix=run_prefix(run_id),
+                        pipeline_run_id=stage.pipeline_run_id if stage else None,
+                        stage=stage.stage if stage else None,
+                        cache_key=key.digest,
+                        cache_parts=key.model_dump(mode="json"),
                     )
                 )
         log.info("run %s: %s -> %s on %s", run_id, spec.name, spec.output.dataset, engine_name)
@@ -121,8 +142,9 @@ class Runner:
             self._fail(run_id, exc)
             raise
 
-    def _resume(self, spec: PipelineSpec, wanted: dict[str, Any]) -> str | None:
-        """The id of the interrupted run this one resumes (:mod:`lineage.resume`), claimed; None: a new run."""
+    def _resume(self, spec: PipelineSpec, wanted: dict[str, Any], stage: StageOf | None) -> str | None:
+        """The id of the interrupted run this one resumes (:mod:`lineage.resume`), claimed (as a stage of this
+        pipeline run, when it is one); None: a new run."""
         staging_dir = Path(self.settings.staging_dir)
         for _ in range(3):  # another rerun may claim the same run first: look again
             with self.catalog.session() as s:
@@ -130,7 +152,7 @@ class Runner:
                 if run is None:
                     return None
                 s.expunge(run)
-            if resume.claim(self.catalog, run):
+            if resume.claim(self.catalog, run, pipeline_run_id=stage.pipeline_run_id if stage else None):
                 log.info("resuming interrupted run %s (%s since %s)", run.id, run.status, run.started_at)
                 return run.id
         return None
@@ -175,7 +197,7 @@ class Runner:
             found[inp.dataset] = sorted(names.to_pylist())
         return found
 
-    def _resolve_evalsets(self, spec: PipelineSpec) -> PipelineSpec:
+    def resolve_evalsets(self, spec: PipelineSpec) -> PipelineSpec:
         """A ``decontaminate`` step gets the pinned item tables of the eval sets it names (none: every
         active one), so the run records exactly which versions it checked."""
         if not any(op.name == "decontaminate" for op in spec.operators):

@@ -86,11 +86,21 @@ def plan_source(
     src = resolve_source(inp, base_dir, tiers)
     chunks = plan_chunks(src, RAW_SOURCE_VERSION)
     convert = ConvertOperator(inp.convert_params(), run_id=run_id)
-    recorded = {
+    return SourceInput(chunks, convert, position), _recorded(inp, src, chunks)
+
+
+def describe_source(inp: InputSpec, base_dir: Path | None, tiers: TierConfigs) -> dict[str, Any]:
+    """What a run records about a raw input (:func:`plan_source`'s second half), without planning its
+    convert: a run's cache key is made of these (``lineage.run_key``)."""
+    src = resolve_source(inp, base_dir, tiers)
+    return _recorded(inp, src, plan_chunks(src, RAW_SOURCE_VERSION))
+
+
+def _recorded(inp: InputSpec, src: SourceSpec, chunks: pa.Table) -> dict[str, Any]:
+    return {
         "kind": "files",
         "dataset": inp.dataset,
         "uri": src.tier.uri(src.pattern),
         "files": chunks.num_rows,
         "fingerprint": fingerprint(src, chunks),
     }
-    return SourceInput(chunks, convert, position), recorded

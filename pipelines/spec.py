@@ -154,13 +154,18 @@ class PipelineSpec(_Strict):
         """The pipeline file at ``path``; a file that does not parse, or that the model refuses, is
         :class:`~lineage.errors.Invalid` with every problem on one line."""
         path = Path(path)
-        text = path.read_text(encoding="utf-8")
         try:
-            data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
-            spec = cls.model_validate(data)
+            spec = cls.model_validate(read_file(path))
         except ValidationError as exc:
             raise Invalid(f"pipeline file {path}: {validation_problems(exc)}") from None
-        except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-            raise Invalid(f"pipeline file {path} does not parse: {' '.join(str(exc).split())}") from None
         spec.base_dir = path.resolve().parent
         return spec
+
+
+def read_file(path: Path) -> Any:
+    """A pipeline file's data (YAML by its suffix, else TOML); one that does not parse is :class:`Invalid`."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        return yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise Invalid(f"pipeline file {path} does not parse: {' '.join(str(exc).split())}") from None

@@ -41,3 +41,21 @@ RunId = Annotated[
 @router.get("/runs/{run_id}", response_model=S.RunOut)
 def get_run(run_id: RunId, service: ServiceDep, _: Reader) -> Any:
     return service.get_run(run_id)
+
+
+@router.get("/pipeline-runs", response_model=S.Page[S.PipelineRunOut])
+def list_pipeline_runs(
+    service: ServiceDep,
+    _: Reader,
+    limit: Limit = None,
+    offset: Offset = 0,
+    pipeline: Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL_PATTERN)] = None,
+    status: Literal["running", "succeeded", "failed"] | None = None,
+) -> Any:
+    """Runs of pipelines of stages, newest first: per stage, ran or skipped (and why), and its version."""
+    return service.list_pipeline_runs(limit, offset, pipeline=pipeline, status=status)
+
+
+@router.get("/pipeline-runs/{pipeline_run_id}", response_model=S.PipelineRunOut)
+def get_pipeline_run(pipeline_run_id: RunId, service: ServiceDep, _: Reader) -> Any:
+    return service.get_pipeline_run(pipeline_run_id)

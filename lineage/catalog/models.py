@@ -60,6 +60,34 @@ class Run(Base):
     host: Mapped[str] = mapped_column(String(200), default="")
     pid: Mapped[int | None] = mapped_column(Integer, default=None)
     staging_prefix: Mapped[str] = mapped_column(String(300), default="")  # table subfolder its files go to
+    # a stage of a pipeline run (lineage.pipeline_runs): the group, the stage's name, its cache key
+    # (no foreign key: SQLite cannot add one to an existing table without copying it)
+    pipeline_run_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    stage: Mapped[str | None] = mapped_column(String(100), default=None)
+    cache_key: Mapped[str | None] = mapped_column(String(64), default=None, index=True)  # RunKey.digest
+    cache_parts: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # RunKey's parts
+
+
+class PipelineRun(Base):
+    """One run of a pipeline of stages: which stages ran and which were skipped (reusing the version
+    of an earlier run with the same cache key). Each stage that ran is a :class:`Run` pointing here."""
+
+    __tablename__ = "pipeline_runs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    pipeline: Mapped[str] = mapped_column(String(200), index=True)
+    engine: Mapped[str] = mapped_column(String(20))
+    spec: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)  # the pipeline file as run
+    options: Mapped[dict[str, Any]] = mapped_column(default_factory=dict)  # from_stage, force
+    status: Mapped[str] = mapped_column(String(20), default="running")  # running|succeeded|failed
+    # per stage, in order as decided: {stage, action: run|skip, reason, changed, run_id, dataset, version}
+    stages: Mapped[list[Any]] = mapped_column(default_factory=list)
+    code_version: Mapped[str] = mapped_column(String(100), default="")
+    started_at: Mapped[datetime] = mapped_column(default_factory=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(default=None)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    host: Mapped[str] = mapped_column(String(200), default="")
+    pid: Mapped[int | None] = mapped_column(Integer, default=None)
 
 
 class DatasetVersion(Base):

@@ -1,6 +1,6 @@
-"""``lineage datasets``, ``dataset update``, ``runs`` and ``diff``: what the catalog holds (datasets and their
-versions, the runs that made them, what changed between two versions), as the service answers it (``--json``: its
-models, the HTTP API's bodies)."""
+"""``lineage datasets``, ``dataset update``, ``runs``, ``pipeline-runs`` and ``diff``: what the catalog holds
+(datasets and their versions, the runs that made them, the pipeline runs grouping stages, what changed between two
+versions), as the service answers it (``--json``: its models, the HTTP API's bodies)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lineage.cli.app import AsJson, console, every, guard, open_service, print_json
-from lineage.cli.render import print_mixture_diff
+from lineage.cli.render import print_mixture_diff, print_stages
 
 
 def _when(at: datetime | None) -> str:
@@ -80,6 +80,46 @@ def runs(
             _when(r.started_at),
             _when(r.ended_at),
             escape(error),
+        )
+    console.print(table)
+
+
+def pipeline_runs(
+    pipeline_run_id: Annotated[str | None, typer.Argument(help="One pipeline run: its stages.")] = None,
+    pipeline: Annotated[str | None, typer.Option(help="Only runs of this pipeline.")] = None,
+    status: Annotated[str | None, typer.Option(help="Only runs in this state: running, succeeded, failed.")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Runs of pipelines of stages, newest first; with an id, that run's stages: ran or skipped, why, version."""
+    with open_service() as service:
+        if pipeline_run_id is not None:
+            one = guard(lambda: service.get_pipeline_run(pipeline_run_id), as_json=as_json)
+            if as_json:
+                print_json(one)
+                return
+            console.print(f"pipeline run {one.id}: {one.pipeline} on {one.engine}, {one.status}")
+            print_stages(one.stages)
+            return
+        found = every(service.list_pipeline_runs, pipeline=pipeline, status=status)
+    if as_json:
+        print_json(found)
+        return
+    table = Table(title="Pipeline runs")
+    for col in ("pipeline run", "pipeline", "engine", "status", "ran", "skipped", "started", "ended"):
+        table.add_column(col, overflow="fold")
+    for r in found.items:
+        colour = {"succeeded": "green", "failed": "red"}.get(r.status, "yellow")
+        ran = [st["stage"] for st in r.stages if st["action"] == "run"]
+        skipped = [st["stage"] for st in r.stages if st["action"] == "skip"]
+        table.add_row(
+            r.id,
+            r.pipeline,
+            r.engine,
+            f"[{colour}]{r.status}[/]",
+            ", ".join(ran),
+            ", ".join(skipped),
+            _when(r.started_at),
+            _when(r.ended_at),
         )
     console.print(table)
 

@@ -19,13 +19,14 @@ import typer
 
 from lineage.cli.app import console, guard, load_settings
 from lineage.cli.progress import run_progress
-from lineage.cli.render import print_counts, print_sample_lineage, show_release, write_report
+from lineage.cli.render import print_counts, print_sample_lineage, print_stages, show_release, write_report
 from lineage.errors import Conflict
 from lineage.settings import Settings
 
 if TYPE_CHECKING:
     from lineage.service.core import Service
-    from pipelines.spec import PipelineSpec
+    from pipelines.dag import DagSpec
+    from pipelines.spec import InputSpec
 
 log = logging.getLogger(__name__)
 
@@ -52,15 +53,16 @@ def run_demo(settings: Settings, data_dir: Path | None = None) -> None:
     """The whole path through the service (what ``lineage.Client()`` calls in-process): run, publish, ask."""
     # start-up: the service and the run load SQLAlchemy, deltalake, DuckDB and numba
     from lineage.service.core import Service
-    from pipelines.spec import PipelineSpec
+    from pipelines.dag import DagSpec, load_pipeline
 
-    spec = PipelineSpec.load(EXAMPLES / "demo.toml")
+    spec = load_pipeline(EXAMPLES / "demo.toml")
+    assert isinstance(spec, DagSpec)
     if data_dir is not None:
-        for inp in spec.inputs:
+        for inp in raw_inputs(spec):
             inp.path = str(Path(data_dir).resolve() / Path(inp.path or "").name)
     copy = settings.home / "demo-corpus"
     planted = plant_copy(spec, copy)
-    for inp in spec.inputs:
+    for inp in raw_inputs(spec):
         inp.path = str(copy / Path(inp.path or "").name)
     service = Service(settings)
     try:
@@ -74,7 +76,12 @@ def _items() -> dict[str, dict]:
         return {item["id"]: item for item in map(json.loads, fh)}
 
 
-def plant_copy(spec: PipelineSpec, copy: Path) -> dict[str, str]:
+def raw_inputs(spec: DagSpec) -> list[InputSpec]:
+    """The raw-file inputs of every stage."""
+    return [inp for stage in spec.stages for inp in stage.inputs if inp.is_raw]
+
+
+def plant_copy(spec: DagSpec, copy: Path) -> dict[str, str]:
     """Copy the pipeline's input files into ``copy`` and append one record a planted item to the copies
     (the same bytes every time, so the demo's release digest is stable); returns {item id: record id}."""
     copy.mkdir(parents=True, exist_ok=True)
@@ -96,7 +103,7 @@ def plant_copy(spec: PipelineSpec, copy: Path) -> dict[str, str]:
         record_id = f"planted-{item_id}"
         extra.setdefault(file, []).append({"id": record_id, "text": text, "source": "demo-planted", "meta": {}})
         planted[item_id] = record_id
-    for inp in spec.inputs:
+    for inp in raw_inputs(spec):
         src = Path(inp.path or "")
         src = src if src.is_absolute() else (spec.base_dir or EXAMPLES) / src
         dst = copy / src.name
@@ -107,7 +114,7 @@ def plant_copy(spec: PipelineSpec, copy: Path) -> dict[str, str]:
     return planted
 
 
-def _demo(service: Service, settings: Settings, spec: PipelineSpec, planted: dict[str, str]) -> None:
+def _demo(service: Service, settings: Settings, spec: DagSpec, planted: dict[str, str]) -> None:
     console.rule(
         f"[bold]0. register the eval set {EVALSET} and plant {len(planted)} of its items in a copy of the corpus"
     )
@@ -117,13 +124,19 @@ def _demo(service: Service, settings: Settings, spec: PipelineSpec, planted: dic
     v = registered.evalset
     console.print(
         f"{v.ref}: {v.item_count} items ({'registered' if registered.changed else 'already registered, no-op'});"
-        f" planted {', '.join(f'{i} ({how})' for i, _, how in PLANTED)} into {Path(spec.inputs[0].path or '').parent}"
+        f" planted {', '.join(f'{i} ({how})' for i, _, how in PLANTED)}"
+        f" into {Path(raw_inputs(spec)[0].path or '').parent}"
     )
 
-    console.rule("[bold]1. run the pipeline (convert → exact dedupe → MinHash near-dedupe → quality)")
+    console.rule(
+        "[bold]1. run the pipeline's stages: clean-en and clean-zh (convert → exact dedupe → MinHash near-dedupe"
+        " → quality), then merge (exact dedupe across them, mixed 0.7/0.3 by words)"
+    )
     console.print(f"catalog: {settings.catalog_url}\ndata tier 'local': {settings.tier_config('local').root}")
     with run_progress(console) as progress:
         run = service.run_pipeline(spec, progress=progress)
+    if run.pipeline_run is not None:
+        print_stages(run.pipeline_run.stages)
     print_counts(run.run.counts)
     console.print(f"committed {run.dataset} v{run.version}: {run.row_count:,} samples")
 
@@ -159,11 +172,16 @@ def _demo(service: Service, settings: Settings, spec: PipelineSpec, planted: dic
     url = f"http://{settings.api_host}:{settings.api_port}/releases/{release.ref.replace('@', '/')}"
     console.print(f"web view of the release: run `lineage serve`, then open {url}")
 
-    console.rule("[bold]4. lineage of an exact duplicate, a near-duplicate and a kept sample")
-    for operator, verdict in (("exact_dedupe", "dropped"), ("minhash_dedupe", "dropped"), ("quality", "kept")):
-        first = service.list_samples(run.dataset, run.version, limit=1, operator=operator, verdict=verdict)
-        for record in first.items:
-            print_sample_lineage(service.sample_lineage(record.sample_id, dataset=run.dataset))
+    console.rule("[bold]4. lineage of an exact duplicate, a near-duplicate, a sample the mixture left out, a kept one")
+    stages = run.pipeline_run.stages if run.pipeline_run is not None else []
+    outputs = [(st["dataset"], st["version"]) for st in reversed(stages)] or [(run.dataset, run.version)]
+    steps = (("exact_dedupe", "dropped"), ("minhash_dedupe", "dropped"), ("mixture", "dropped"), ("quality", "kept"))
+    for operator, verdict in steps:
+        for dataset, version in outputs:  # the merge's output first, then the stages that cleaned each source
+            first = service.list_samples(dataset, version, limit=1, operator=operator, verdict=verdict)
+            if first.items:
+                print_sample_lineage(service.sample_lineage(first.items[0].sample_id))  # every stage's version
+                break
     console.print(
         "\nTry: lineage release show "
         + release.ref

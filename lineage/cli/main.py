@@ -57,6 +57,7 @@ def build_app() -> typer.Typer:
         gc.gc,
         datasets.datasets,
         datasets.runs,
+        datasets.pipeline_runs,
         datasets.diff,
         demo.demo,
         serve.serve,

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lineage.service.core import Service
-    from lineage.service.schemas import ContaminationReport, GateRecord, Mixture, MixtureDiff, QcReport
+    from lineage.service.schemas import ContaminationReport, GateRecord, Mixture, MixtureDiff, PipelinePlan, QcReport
 
 
 def print_counts(counts: dict[str, Any]) -> None:
@@ -40,6 +40,25 @@ def print_counts(counts: dict[str, Any]) -> None:
     console.print(f"quarantined records: {total:,}" + (f" ({detail})" if detail else ""))
     if counts.get("blank_lines"):
         console.print(f"blank lines skipped: {counts['blank_lines']:,}")
+
+
+def print_stages(stages: list[Any], title: str = "Stages") -> None:
+    """Per stage of a pipeline run (or plan): run or skip, why, and the version it made or reuses."""
+    table = Table(title=title)
+    for col in ("stage", "action", "why", "output"):
+        table.add_column(col, overflow="fold")
+    for st in stages:
+        st = st if isinstance(st, dict) else st.model_dump()
+        colour = "green" if st["action"] == "skip" else "yellow"
+        version = f" v{st['version']}" if st.get("version") is not None else ""
+        table.add_row(st["stage"], f"[{colour}]{st['action']}[/]", escape(st["reason"]), f"{st['dataset']}{version}")
+    console.print(table)
+
+
+def print_plan(plan: PipelinePlan) -> None:
+    print_stages(list(plan.stages), title=f"Plan of pipeline {plan.pipeline}")
+    runs = sum(st.action == "run" for st in plan.stages)
+    console.print(f"{runs} of {len(plan.stages)} stage(s) would run; nothing was changed")
 
 
 def print_mixture(mixture: Mixture | None) -> None:

@@ -11,7 +11,7 @@ import typer
 
 from lineage.cli.app import console, guard, open_service
 from lineage.cli.progress import run_progress
-from lineage.cli.render import print_counts, print_mixture
+from lineage.cli.render import print_counts, print_mixture, print_plan, print_stages
 
 if TYPE_CHECKING:
     from lineage.service.core import Service
@@ -20,9 +20,12 @@ if TYPE_CHECKING:
 
 
 def _run(start: Callable[[Service, ProgressFn], RunResult]) -> None:
-    """Run with a live progress display, then print the counts and the committed version."""
+    """Run with a live progress display, then print the stages (ran or skipped), the last one's counts
+    and the committed version."""
     with open_service() as service, run_progress(console) as progress:
         result = guard(lambda: start(service, progress))
+    if result.pipeline_run is not None:
+        print_stages(result.pipeline_run.stages)
     print_counts(result.run.counts)
     resumed = result.run.counts.get("resumed")
     if resumed:
@@ -69,6 +72,26 @@ def ingest(
 def run(
     pipeline_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Pipeline TOML or YAML.")],
     engine: Annotated[str | None, typer.Option(help="Override the pipeline's engine: local, spark, ray.")] = None,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Print which stages would run or be skipped, and why; change nothing.")
+    ] = False,
+    from_stage: Annotated[
+        str | None, typer.Option("--from", help="Rerun this stage and everything downstream of it.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rerun every stage, changed or not.")] = False,
 ) -> None:
-    """Run a pipeline file and commit its output as a new dataset version."""
-    _run(lambda service, progress: service.run_pipeline(pipeline_file, engine=engine, progress=progress))
+    """Run a pipeline file and commit its output as a new dataset version.
+
+    A pipeline of stages ([[stages]]) skips each stage whose cache key (inputs, operators and their
+    versions and params, code version, mixture) is unchanged since its last succeeded run, reusing its
+    version; --from and --force override that."""
+    if plan:
+        with open_service() as service:
+            found = guard(lambda: service.plan_pipeline(pipeline_file, from_stage=from_stage, force=force))
+        print_plan(found)
+        return
+    _run(
+        lambda service, progress: service.run_pipeline(
+            pipeline_file, engine=engine, progress=progress, from_stage=from_stage, force=force
+        )
+    )

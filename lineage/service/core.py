@@ -30,6 +30,7 @@ from lineage.catalog import (
     EvalSet,
     EvalSetVersion,
     Export,
+    PipelineRun,
     Release,
     ReleasePin,
     Run,
@@ -47,6 +48,7 @@ from lineage.version import code_version
 from storage import names
 
 if TYPE_CHECKING:
+    from pipelines.dag import DagSpec
     from pipelines.engines.base import ProgressFn
     from pipelines.spec import PipelineSpec
 
@@ -296,6 +298,32 @@ class Service:
             if run is None:
                 raise NotFound(f"run {run_id[:80]!r} does not exist")
             return S.RunOut.model_validate(run)
+
+    def list_pipeline_runs(
+        self,
+        limit: int | None = None,
+        offset: int = 0,
+        *,
+        pipeline: str | None = None,
+        status: str | None = None,
+    ) -> S.Page[S.PipelineRunOut]:
+        """Runs of pipelines of stages, newest first: per stage, ran or skipped, why, and its version."""
+        with self.catalog.session() as s:
+            query = select(PipelineRun).order_by(PipelineRun.started_at.desc(), PipelineRun.id)
+            if pipeline is not None:
+                query = query.where(PipelineRun.pipeline == pipeline)
+            if status is not None:
+                query = query.where(PipelineRun.status == status)
+            return S.Page[S.PipelineRunOut].model_validate(
+                self._page(s, query, limit, offset, lambda _s, r: S.PipelineRunOut.model_validate(r))
+            )
+
+    def get_pipeline_run(self, pipeline_run_id: str) -> S.PipelineRunOut:
+        with self.catalog.session() as s:
+            prun = s.get(PipelineRun, pipeline_run_id) if len(pipeline_run_id) <= 36 else None
+            if prun is None:
+                raise NotFound(f"pipeline run {pipeline_run_id[:80]!r} does not exist")
+            return S.PipelineRunOut.model_validate(prun)
 
     # -- releases -----------------------------------------------------------------------------
     def list_releases(
@@ -575,28 +603,89 @@ class Service:
     # -- data on the tiers: in-process only (no HTTP endpoint; see lineage.service.operations) ----
     def run_pipeline(
         self,
-        spec: PipelineSpec | dict[str, Any] | Path,
+        spec: PipelineSpec | DagSpec | dict[str, Any] | Path,
         *,
         engine: str | None = None,
         progress: ProgressFn | None = None,
+        from_stage: str | None = None,
+        force: bool = False,
     ) -> S.RunResult:
-        """Run a pipeline (a spec, its dict, or a TOML/YAML file) and commit its output as a new version."""
+        """Run a pipeline (a spec, its dict, or a TOML/YAML file) and commit its output as a new version.
+
+        A pipeline of stages (``[[stages]]``) runs them in order and skips each whose cache key is
+        unchanged since its last succeeded run (``lineage.pipeline_runs``): ``from_stage`` reruns that
+        stage and all downstream of it, ``force`` every stage. The result is its last stage's, with the
+        pipeline run. A single-stage pipeline runs every time, as it always did."""
         # start-up: the runner loads the operators (numba), the engines, deltalake
+        from lineage.pipeline_runs import PipelineRunner
         from lineage.runs import Runner
-        from pipelines.spec import PipelineSpec
+        from pipelines.dag import DagSpec
+
+        spec = self._pipeline_spec(spec)
+        kwargs: dict[str, Any] = {"progress": progress} if progress is not None else {}
+        if not isinstance(spec, DagSpec):
+            if from_stage is not None:
+                raise BadRequest(f"--from {from_stage}: pipeline {spec.name!r} has no [[stages]]")
+            outcome = Runner(self.settings, self.catalog).run(spec, engine=engine, **kwargs)
+            return S.RunResult(
+                run=self.get_run(outcome.run_id),
+                dataset=outcome.dataset,
+                version=outcome.version,
+                row_count=outcome.row_count,
+            )
+        done = PipelineRunner(self.settings, self.catalog).run(
+            spec, engine=engine, from_stage=from_stage, force=force, **kwargs
+        )
+        last = done.last
+        assert last.run_id is not None and last.version is not None
+        with self.catalog.session() as s:
+            rows = queries.dataset_version(s, last.dataset, last.version).row_count
+        return S.RunResult(
+            run=self.get_run(last.run_id),
+            dataset=last.dataset,
+            version=last.version,
+            row_count=rows,
+            pipeline_run=self.get_pipeline_run(done.pipeline_run_id),
+        )
+
+    def plan_pipeline(
+        self,
+        spec: PipelineSpec | DagSpec | dict[str, Any] | Path,
+        *,
+        from_stage: str | None = None,
+        force: bool = False,
+    ) -> S.PipelinePlan:
+        """Which stages a run would run and which it would skip, and why (the cache key's parts that
+        changed); it runs nothing and changes nothing. It reads the raw input files to fingerprint them."""
+        # start-up: the cache key loads the operators and reads the input files
+        from lineage.pipeline_runs import PipelineRunner
+        from pipelines.dag import DagSpec
+
+        spec = self._pipeline_spec(spec)
+        if not isinstance(spec, DagSpec):
+            if from_stage is not None:
+                raise BadRequest(f"--from {from_stage}: pipeline {spec.name!r} has no [[stages]]")
+            why = "a pipeline without [[stages]] runs every time"
+            one = S.StagePlan(stage=spec.name, action="run", reason=why, dataset=spec.output.dataset)
+            return S.PipelinePlan(pipeline=spec.name, stages=[one])
+        found = PipelineRunner(self.settings, self.catalog).plan(spec, from_stage=from_stage, force=force)
+        return S.PipelinePlan(
+            pipeline=spec.name, stages=[S.StagePlan.model_validate(dataclasses.asdict(d)) for d in found]
+        )
+
+    @staticmethod
+    def _pipeline_spec(spec: PipelineSpec | DagSpec | dict[str, Any] | Path) -> PipelineSpec | DagSpec:
+        """A pipeline file, or a dict (with ``stages``: of stages), as its spec."""
+        from pipelines.dag import DagSpec, load_pipeline, parse_dag  # start-up: PyYAML
+        from pipelines.spec import PipelineSpec  # start-up: PyYAML
 
         if isinstance(spec, Path):
-            spec = PipelineSpec.load(spec)
-        elif not isinstance(spec, PipelineSpec):
-            spec = S.parse_input(PipelineSpec, spec)
-        kwargs: dict[str, Any] = {"progress": progress} if progress is not None else {}
-        outcome = Runner(self.settings, self.catalog).run(spec, engine=engine, **kwargs)
-        return S.RunResult(
-            run=self.get_run(outcome.run_id),
-            dataset=outcome.dataset,
-            version=outcome.version,
-            row_count=outcome.row_count,
-        )
+            return load_pipeline(spec)
+        if isinstance(spec, PipelineSpec | DagSpec):
+            return spec
+        if isinstance(spec, dict) and "stages" in spec:
+            return parse_dag(spec, None)
+        return S.parse_input(PipelineSpec, spec)
 
     def ingest(
         self,

@@ -74,6 +74,8 @@ OPERATIONS: tuple[Operation, ...] = (
     # -- runs --------------------------------------------------------------------------------
     Operation("list_runs", Kind.CATALOG, Http("GET", "/runs"), "runs"),
     Operation("get_run", Kind.CATALOG, Http("GET", "/runs/{run_id}"), "runs"),
+    Operation("list_pipeline_runs", Kind.CATALOG, Http("GET", "/pipeline-runs"), "pipeline-runs"),
+    Operation("get_pipeline_run", Kind.CATALOG, Http("GET", "/pipeline-runs/{pipeline_run_id}"), "pipeline-runs"),
     # -- releases: publish (with the gate), deprecate, manifests, quality ----------------------
     Operation("list_releases", Kind.CATALOG, Http("GET", "/releases"), "release list"),
     Operation("create_release", Kind.CATALOG, Http("POST", "/releases"), "release publish"),
@@ -144,6 +146,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("revoke_token", Kind.CATALOG, Http("DELETE", "/tokens/{token_id}"), "token revoke"),
     # -- data on the tiers: in-process only ------------------------------------------------------
     Operation("run_pipeline", Kind.TIER, TIER_DATA, "run"),
+    Operation("plan_pipeline", Kind.TIER, TIER_DATA, "run"),  # ``lineage run FILE --plan``: fingerprints the raw files
     Operation("ingest", Kind.TIER, TIER_DATA, "ingest"),
     Operation("dedupe_files", Kind.TIER, TIER_DATA, "dedupe"),
     Operation("export_release", Kind.TIER, TIER_DATA, "export"),

@@ -92,6 +92,33 @@ VersionOut = derive(
     doc="One immutable version of a dataset: the Delta versions it pins, row count and schema.",
 )
 RunOut = derive(models.Run, "Run")
+PipelineRunOut = derive(
+    models.PipelineRun,
+    "PipelineRun",
+    doc="A run of a pipeline of stages: per stage, whether it ran or was skipped (and why), and its version.",
+)
+
+
+class StagePlan(BaseModel):
+    """What a run of a pipeline of stages does with one stage, and why (``lineage run --plan``)."""
+
+    stage: str
+    action: Literal["run", "skip"]
+    reason: str
+    changed: list[str] = Field(
+        default_factory=list,
+        description="The cache key's parts that differ from the stage's last succeeded run: "
+        "inputs, operators, params, code_version, mixture, output.",
+    )
+    last_run_id: str | None = None
+    dataset: str
+    version: int | None = Field(default=None, description="The version a skipped stage reuses.")
+    cache_key: str | None = Field(default=None, description="None when an upstream stage runs first.")
+
+
+class PipelinePlan(BaseModel):
+    pipeline: str
+    stages: list[StagePlan]
 
 
 class PinnedTable(Model):
@@ -562,6 +589,7 @@ class RunResult(Model):
     dataset: str
     version: int
     row_count: int
+    pipeline_run: PipelineRunOut | None = None  # type: ignore[valid-type]  # a pipeline of stages: the last stage's
 
 
 class ExportFile(Model):

@@ -121,7 +121,10 @@ def _kernel(
     """A graph kernel over one whole partition."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = pa.Table.from_batches(list(batches))
+        collected = list(batches)
+        if not collected:  # an empty partition (more partitions than nodes) sends no batch at all
+            return
+        table = pa.Table.from_batches(collected)
         if table.num_rows:
             yield from fn(table.select(list(columns))).to_batches()
 

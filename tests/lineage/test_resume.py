@@ -17,7 +17,7 @@ from lineage.catalog import Catalog, Run
 from lineage.catalog.models import utcnow
 from tests.support.fixtures_postgres import PostgresServer
 
-WANTED = resume.identity({"name": "p"}, [{"kind": "files", "fingerprint": "f"}], "1.0+gabc", "local")
+WANTED = resume.identity("p", "key-of-the-inputs-operators-and-code", "local")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -38,12 +38,10 @@ def _run(catalog: Catalog, staging: Path, *, status: str = "failed", engine: str
         s.add(
             Run(
                 id=run_id,
-                pipeline="p",
+                pipeline=WANTED["pipeline"],
                 engine=engine,
                 output_dataset="clean",
-                spec=WANTED["spec"],
-                inputs=WANTED["inputs"],
-                code_version=WANTED["code_version"],
+                cache_key=WANTED["cache_key"],
                 status=status,
                 host=socket.gethostname(),
                 **fields,  # type: ignore[arg-type]
@@ -65,7 +63,8 @@ def test_the_latest_interrupted_same_run_is_found_and_claimed_once(catalog: Cata
     latest = _run(catalog, staging, status="running", pid=dead)  # killed: running, its process gone
     _run(catalog, staging, status="running", pid=os.getpid())  # alive: not interrupted
     assert _found(catalog, staging) == latest
-    assert _found(catalog, staging, {**WANTED, "code_version": "1.0+gother"}) is None
+    assert _found(catalog, staging, {**WANTED, "cache_key": "another-key"}) is None  # other inputs, params or code
+    assert _found(catalog, staging, {**WANTED, "pipeline": "another-pipeline"}) is None
 
     with catalog.session() as s:
         run = s.get(Run, latest)

@@ -1,3 +1,3 @@
 """Alembic migrations of the catalog. ``HEAD`` lets ``Catalog`` skip Alembic when already current."""
 
-HEAD = "0010_evalsets"
+HEAD = "0011_stages"

@@ -66,8 +66,25 @@ def test_the_demo_plants_eval_items_in_a_copy_and_catches_them(tmp_path: Path, p
     assert planted.count('"id": "planted-') == 2 and (copy / "debian_zh.jsonl.gz").exists()
     digest = re.search(r"debian-clean@demo \(published\) digest (\S+)", out)
     assert digest is not None
+    # a DAG of stages (issue #20): each source cleaned on its own, then merged 0.7/0.3 by words
+    for stage, output in (
+        ("clean-en", "debian-en-clean v1"),
+        ("clean-zh", "debian-zh-clean v1"),
+        ("merge", "debian-clean v1"),
+    ):
+        assert re.search(rf"│ {stage}\s*│ run\s*│ no earlier succeeded run\s*│ {output}", out), out
+    assert "Mixture by words" in out  # release show prints the achieved mixture, per source
+    achieved = {
+        m.group(1): float(m.group(2))
+        for m in re.finditer(r"│ (debian-\w\w-clean)\s*│.*│\s*([\d.]+)%\s*│\s*[\d.]+\s*│", out)
+    }
+    assert set(achieved) == {"debian-en-clean", "debian-zh-clean"} and abs(achieved["debian-en-clean"] - 70) < 2, (
+        achieved
+    )
     again = lineage(home, "demo", "--data-dir", str(data)).stdout
     assert "already registered, no-op" in again and "already published with identical content (no-op)" in again
+    for stage in ("clean-en", "clean-zh", "merge"):  # nothing changed: every stage reuses its version
+        assert re.search(rf"│ {stage}\s*│ skip\s*│ unchanged since run", again), again
     assert f"debian-clean@demo (published) digest {digest.group(1)}" in again  # a byte-identical copy, release
 
     # the web view on the demo's catalog: every page type, from the app `lineage serve` runs
@@ -86,22 +103,25 @@ def test_the_demo_plants_eval_items_in_a_copy_and_catches_them(tmp_path: Path, p
             assert [g.get_attribute("data-kind") for g in page.find_all(".hits")] == ["sample"]
             page.open(f"/samples/{sample}")
             assert page.text("#releases") == "debian-clean@demo"
-            verdicts = [v.text for v in page.find_all("#versions .verdict")]  # per version: convert and 3 operators
-            assert verdicts == ["kept"] * 4 * len(page.find_all("#versions .version")) and verdicts
+            # debian-en-clean (convert and 3 operators) and debian-clean (exact dedupe and the mixture)
+            verdicts = [v.text for v in page.find_all("#versions .verdict")]
+            assert verdicts == ["kept"] * 6 and len(page.find_all("#versions .version")) == 2
             page.shot("sample")
             page.open("/graph?node=dataset:lineage-ledger:debian-clean")
             shown = {n.get_attribute("data-id") for n in page.find_all("#graph .node")}
             versions = {i for i in shown if i.startswith("version:lineage-ledger:debian-clean:v")}
             assert versions and shown - versions == {
                 "dataset:lineage-ledger:debian-clean",
-                "job:lineage-ledger:debian-demo",
+                "job:lineage-ledger:debian-demo.merge",  # the merge stage's job, a child of debian-demo's
             }
-            page.find('#graph .node[data-id="job:lineage-ledger:debian-demo"] .expand').click()
+            page.find('#graph .node[data-id="job:lineage-ledger:debian-demo.merge"] .expand').click()
             page.wait_mark("expanded")
             inputs = {
                 i for n in page.find_all("#graph .node") if (i := n.get_attribute("data-id")).startswith("dataset:")
             } - {"dataset:lineage-ledger:debian-clean"}
-            assert {i.rsplit("/", 1)[-1] for i in inputs} == {"debian_en.jsonl.gz", "debian_zh.jsonl.gz"}, inputs
+            assert inputs == {"dataset:lineage-ledger:debian-en-clean", "dataset:lineage-ledger:debian-zh-clean"}, (
+                inputs
+            )
             page.shot("graph")
             page.open("/datasets/debian-clean")
             assert "debian-clean@demo" in page.text("#versions")

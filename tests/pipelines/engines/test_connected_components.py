@@ -73,6 +73,22 @@ def test_spark_components_match_union_find(spark, ids: str) -> None:  # noqa: F8
     check(result, e, ids)
 
 
+def test_spark_components_with_empty_partitions(spark) -> None:  # noqa: F811
+    """More partitions than nodes: some partitions of a round get no rows (a small near-duplicate step)."""
+    from pipelines.engines.spark import SparkEngine
+
+    e = np.array([[5, 9], [9, 12]], dtype=np.int64)
+    engine = SparkEngine(Settings().execution())
+    result = engine.connected_components(spark.createDataFrame(as_table(e, "int64")), partitions=8).toArrow()
+    engine.close()
+    pairs = zip(result.column("node").to_pylist(), result.column("component").to_pylist(), strict=True)
+    assert sorted(pairs) == [
+        (5, 5),
+        (9, 5),
+        (12, 5),
+    ]
+
+
 @pytest.mark.parametrize(("ids", "partitions"), [("int64", 3), ("string", 3), ("int64", 1)])
 @pytest.mark.usefixtures("ray_runtime")
 def test_ray_components_match_union_find(ids: str, partitions: int) -> None:

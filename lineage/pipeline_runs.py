@@ -1,0 +1,244 @@
+"""A pipeline of stages (:mod:`pipelines.dag`) run and recorded in the catalog: order, skipping, grouping.
+
+Protocol:
+
+1. the stages in topological order (:meth:`~pipelines.dag.DagSpec.order`);
+2. insert the ``pipeline_runs`` row with status ``running``, before any stage;
+3. per stage, in that order: derive its single-stage spec, each ``stage =`` input pinned at the
+   version the upstream stage committed (or reused) in this pipeline run; resolve its inputs and
+   compute its cache key (:mod:`lineage.run_key`); then decide:
+
+   - **run** when forced (``force``, or it is ``from_stage`` or downstream of it), when the stage has
+     no earlier succeeded run (same ``PIPELINE.STAGE``), when that run's key differs (the parts that
+     changed are named), or when that run's output version is gone (no row, or purged);
+   - **skip** otherwise, reusing that run's committed version.
+
+   A stage that runs is one :meth:`lineage.runs.Runner.run` of the derived spec, so the whole commit
+   protocol of a run holds for it: its output is one dataset version, committed atomically, and its
+   run row records the pipeline run, the stage and the key (``StageOf``). After each stage the
+   pipeline run's ``stages`` list gains its entry (its own transaction), then the crash point
+   ``pipeline.stage_done.STAGE`` (:mod:`pipelines.faults`);
+4. all stages done: the pipeline run is ``succeeded``, and its OpenLineage events are emitted: the
+   pipeline's own job, the parent of every stage's job (``ParentRunFacet``).
+
+A failing stage marks its run ``failed`` (the runner does) and the pipeline run ``failed``, and the
+error is raised again. The stages committed before it stay committed; a rerun skips them, since
+their keys still match, and so resumes from the first unfinished stage. A killed process leaves its
+pipeline run ``running``; the rerun is a new pipeline run, which resumes the same way.
+
+Engines: stages run one after another, in the order above, on every engine. Spark and Ray give each
+stage the whole session (its partitions already use every executor); running independent stages at
+once is not done.
+
+:meth:`PipelineRunner.plan` makes the same decisions without running anything or writing the catalog:
+a stage downstream of one that would run would run too, since its input version would be new.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from lineage.catalog import Catalog, DatasetVersion, PipelineRun, Run
+from lineage.catalog.models import utcnow
+from lineage.openlineage import emit_pipeline_after_commit
+from lineage.run_key import RunKey, resolve_inputs, run_key
+from lineage.runs import Runner, StageOf
+from lineage.settings import Settings
+from lineage.version import code_version
+from pipelines.dag import DagSpec
+from pipelines.engines import check_engine
+from pipelines.engines.base import ProgressFn, _no_progress
+from pipelines.faults import checkpoint
+from pipelines.spec import PipelineSpec
+
+log = logging.getLogger(__name__)
+
+RUN, SKIP = "run", "skip"
+
+
+@dataclass
+class StageDecision:
+    """Whether a stage runs or is skipped, and why; for a skipped stage, the version it reuses."""
+
+    stage: str
+    action: str  # RUN or SKIP
+    reason: str
+    changed: list[str] = field(default_factory=list)  # the key's parts that differ from the last run
+    last_run_id: str | None = None  # the stage's last succeeded run
+    dataset: str = ""
+    version: int | None = None  # the reused version (skip), or the committed one once it ran
+    run_id: str | None = None  # the run that made ``version``
+    cache_key: str | None = None  # None in a plan when an upstream stage would run first
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "action": self.action,
+            "reason": self.reason,
+            "changed": self.changed,
+            "last_run_id": self.last_run_id,
+            "dataset": self.dataset,
+            "version": self.version,
+            "run_id": self.run_id,
+            "cache_key": self.cache_key,
+        }
+
+
+@dataclass
+class PipelineOutcome:
+    pipeline_run_id: str
+    stages: list[StageDecision]
+
+    @property
+    def last(self) -> StageDecision:
+        return self.stages[-1]
+
+
+class PipelineRunner:
+    def __init__(self, settings: Settings, catalog: Catalog) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.runner = Runner(settings, catalog)
+
+    # -- deciding ---------------------------------------------------------------------------
+    def _forced(self, dag: DagSpec, from_stage: str | None, force: bool) -> set[str]:
+        if force:
+            return set(dag.order())
+        return set(dag.downstream(from_stage)) if from_stage is not None else set()
+
+    def _decide(
+        self, dag: DagSpec, name: str, versions: dict[str, int], forced: bool
+    ) -> tuple[StageDecision, PipelineSpec, RunKey]:
+        """The decision for stage ``name`` with its upstream stages at ``versions``, its spec and its key."""
+        spec = dag.stage_spec(name, versions)
+        resolved = self.runner.resolve_evalsets(spec)  # the eval set versions a decontaminate step pins
+        with self.catalog.session() as s:
+            key = run_key(resolved, resolve_inputs(resolved, s, self.settings), code_version())
+            last = s.scalars(
+                select(Run)
+                .where(Run.pipeline == dag.job_name(name), Run.stage == name, Run.status == "succeeded")
+                .order_by(Run.ended_at.desc(), Run.started_at.desc())
+                .limit(1)
+            ).first()
+            dv = None
+            if last is not None:
+                dv = s.scalars(select(DatasetVersion).where(DatasetVersion.run_id == last.id)).first()
+            decision = StageDecision(name, RUN, "", dataset=spec.output.dataset, cache_key=key.digest)
+            if last is not None:
+                decision.last_run_id = last.id
+                decision.changed = key.changed(last.cache_parts)
+            if forced:
+                decision.reason = "forced"
+            elif last is None:
+                decision.reason = "no earlier succeeded run"
+            elif last.cache_key != key.digest:
+                decision.reason = "changed: " + ", ".join(decision.changed or ["key"])
+            elif dv is None or dv.purged_by is not None:
+                decision.reason = f"its output of run {last.id} is gone"
+            else:
+                decision.action, decision.reason = SKIP, f"unchanged since run {last.id}"
+                decision.version, decision.run_id = dv.version, last.id
+        return decision, spec, key
+
+    def plan(self, dag: DagSpec, *, from_stage: str | None = None, force: bool = False) -> list[StageDecision]:
+        """What :meth:`run` would do, changing nothing."""
+        forced = self._forced(dag, from_stage, force)
+        versions: dict[str, int] = {}
+        running: list[str] = []
+        found = []
+        for name in dag.order():
+            waiting = [up for up in dag.stage(name).upstream if up in running]
+            if waiting:
+                out = dag.stage(name).output.dataset
+                why = "forced" if name in forced else f"upstream stage {waiting[0]} runs"
+                found.append(StageDecision(name, RUN, why, dataset=out))
+                running.append(name)
+                continue
+            decision, _, _ = self._decide(dag, name, versions, name in forced)
+            if decision.action == SKIP and decision.version is not None:
+                versions[name] = decision.version
+            else:
+                running.append(name)
+            found.append(decision)
+        return found
+
+    # -- running ----------------------------------------------------------------------------
+    def run(
+        self,
+        dag: DagSpec,
+        *,
+        engine: str | None = None,
+        from_stage: str | None = None,
+        force: bool = False,
+        progress: ProgressFn = _no_progress,
+    ) -> PipelineOutcome:
+        engine_name = engine or dag.engine
+        check_engine(engine_name)
+        forced = self._forced(dag, from_stage, force)
+        pipeline_run_id = str(uuid.uuid4())
+        with self.catalog.session() as s:
+            s.add(
+                PipelineRun(
+                    id=pipeline_run_id,
+                    pipeline=dag.name,
+                    engine=engine_name,
+                    spec=dag.model_dump(mode="json"),
+                    options={"from_stage": from_stage, "force": force},
+                    code_version=code_version(),
+                    host=socket.gethostname(),
+                    pid=os.getpid(),
+                )
+            )
+        log.info("pipeline run %s: %s, stages %s on %s", pipeline_run_id, dag.name, dag.order(), engine_name)
+        done: list[StageDecision] = []
+        try:
+            versions: dict[str, int] = {}
+            for name in dag.order():
+                decision, spec, key = self._decide(dag, name, versions, name in forced)
+                if decision.action == RUN:
+                    log.info("stage %s runs: %s", name, decision.reason)
+                    outcome = self._run_stage(spec, key, engine_name, pipeline_run_id, name, progress)
+                    decision.version, decision.run_id = outcome
+                else:
+                    log.info("stage %s skipped: %s (v%s)", name, decision.reason, decision.version)
+                assert decision.version is not None
+                versions[name] = decision.version
+                done.append(decision)
+                self._record(pipeline_run_id, done)
+                checkpoint(f"pipeline.stage_done.{name}")
+        except BaseException as exc:
+            self._finish(pipeline_run_id, "failed", f"{type(exc).__name__}: {exc}"[:4000])
+            raise
+        self._finish(pipeline_run_id, "succeeded", None)
+        emit_pipeline_after_commit(self.catalog, self.settings, pipeline_run_id)
+        return PipelineOutcome(pipeline_run_id, done)
+
+    def _run_stage(
+        self, spec: PipelineSpec, key: RunKey, engine: str, pipeline_run_id: str, name: str, progress: ProgressFn
+    ) -> tuple[int, str]:
+        outcome = self.runner.run(spec, engine=engine, progress=progress, stage=StageOf(pipeline_run_id, name))
+        return outcome.version, outcome.run_id
+
+    def _record(self, pipeline_run_id: str, done: list[StageDecision]) -> None:
+        with self.catalog.session() as s:
+            prun = s.get(PipelineRun, pipeline_run_id)
+            assert prun is not None
+            prun.stages = [d.record() for d in done]
+
+    def _finish(self, pipeline_run_id: str, status: str, error: str | None) -> None:
+        try:
+            with self.catalog.session() as s:
+                prun = s.get(PipelineRun, pipeline_run_id)
+                if prun is not None and prun.status == "running":
+                    prun.status, prun.ended_at, prun.error = status, utcnow(), error
+        except Exception:
+            if status != "failed":
+                raise
+            log.exception("could not mark pipeline run %s as failed", pipeline_run_id)  # the stage's error matters more
