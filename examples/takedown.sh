@@ -5,9 +5,11 @@
 # LINEAGE_HOME). The README's "Takedown" section walks through it; tests/lineage/cli/test_takedown_example.py
 # runs this script on a slice of the corpus.
 #
-#   bash examples/takedown.sh [SOURCE_PACKAGE]      # default: 0ad (its English and Chinese descriptions)
+#   bash examples/takedown.sh [SOURCE_PACKAGE]      # default: abiword (its English and Chinese descriptions)
+# The package must have a sample in the release: the demo's merge stage mixes its sources 0.7/0.3 by words,
+# which leaves most English descriptions out (abiword's are in, on the whole corpus and on the test's slice).
 set -euo pipefail
-PACKAGE="${1:-0ad}"
+PACKAGE="${1:-abiword}"
 LINEAGE="${LINEAGE:-lineage}"
 
 echo "== 1. record the request: every sample whose Debian source package is $PACKAGE"
@@ -33,6 +35,8 @@ from lineage.reader import open_release
 with Client() as client:
     old = client.get_release("debian-clean@demo")
     print(f"debian-clean@demo: {old.state}, successor {old.successor}")
+    if old.successor is None:
+        sys.exit("debian-clean@demo held none of the package's samples, so it has no successor: pick another package")
     rows = list(open_release(old.successor, as_dicts=True, columns=["sample_id", "meta"]))
     print(f"{old.successor}: {len(rows):,} samples read, {client.get_release(old.successor).row_count:,} released")
     try:

@@ -28,7 +28,7 @@ def test_the_takedown_example_removes_one_source_package_from_the_demo_release(h
     env = {**os.environ, "LINEAGE_HOME": str(home), "LINEAGE": f"{sys.executable} -m lineage"}
     env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
     done = subprocess.run(
-        ["bash", str(ROOT / "examples" / "takedown.sh"), "0ad"], env=env, capture_output=True, text=True, cwd=ROOT
+        ["bash", str(ROOT / "examples" / "takedown.sh"), "abiword"], env=env, capture_output=True, text=True, cwd=ROOT
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "debian-clean@demo withdrawn → debian-clean@demo-td1" in done.stdout
@@ -40,4 +40,4 @@ def test_the_takedown_example_removes_one_source_package_from_the_demo_release(h
         old, new = client.get_release("debian-clean@demo"), client.get_release("debian-clean@demo-td1")
         assert (old.state, old.successor) == ("withdrawn", new.ref) and new.row_count < old.row_count
         rows = client.export_release(new.ref, tmp_path / "out")
-        assert '"source_package": "0ad"' not in Path(rows.path).read_text()
+        assert '"source_package": "abiword"' not in Path(rows.path).read_text()
