@@ -4,9 +4,9 @@ Protocol:
 
 1. the stages in topological order (:meth:`~pipelines.dag.DagSpec.order`);
 2. insert the ``pipeline_runs`` row with status ``running``, before any stage;
-3. per stage, in that order: derive its single-stage spec, each ``stage =`` input pinned at the
-   version the upstream stage committed (or reused) in this pipeline run; resolve its inputs and
-   compute its cache key (:mod:`lineage.run_key`); then decide:
+3. per stage, once every stage it reads is done (see "Engines" below): derive its single-stage spec,
+   each ``stage =`` input pinned at the version the upstream stage committed (or reused) in this
+   pipeline run; resolve its inputs and compute its cache key (:mod:`lineage.run_key`); then decide:
 
    - **run** when forced (``force``, or it is ``from_stage`` or downstream of it), when the stage has
      no earlier succeeded run (same ``PIPELINE.STAGE``), when that run's key differs (the parts that
@@ -15,9 +15,9 @@ Protocol:
 
    A stage that runs is one :meth:`lineage.runs.Runner.run` of the derived spec, so the whole commit
    protocol of a run holds for it: its output is one dataset version, committed atomically, and its
-   run row records the pipeline run, the stage and the key (``StageOf``). After each stage the
-   pipeline run's ``stages`` list gains its entry (its own transaction), then the crash point
-   ``pipeline.stage_done.STAGE`` (:mod:`pipelines.faults`);
+   run row records the pipeline run and the stage (``StageOf``) and, as every run's does, its key.
+   When a stage ends, the pipeline run's ``stages`` list gains its entry (its own transaction), then
+   the crash point ``pipeline.stage_done.STAGE`` (:mod:`pipelines.faults`);
 4. all stages done: the pipeline run is ``succeeded``, and its OpenLineage events are emitted: the
    pipeline's own job, the parent of every stage's job (``ParentRunFacet``).
 
@@ -26,9 +26,10 @@ error is raised again. The stages committed before it stay committed; a rerun sk
 their keys still match, and so resumes from the first unfinished stage. A killed process leaves its
 pipeline run ``running``; the rerun is a new pipeline run, which resumes the same way.
 
-Engines: stages run one after another, in the order above, on every engine. Spark and Ray give each
-stage the whole session (its partitions already use every executor); running independent stages at
-once is not done.
+Engines: on Spark and Ray every stage whose inputs are ready runs at once, each on a thread of this
+process submitting its jobs to the one session or runtime the pipeline run holds (their schedulers
+share the cluster between them); in process they run one after another, in the order above, since one
+stage already uses every core. Either way a stage's decision is recorded when it ends, in that order.
 
 :meth:`PipelineRunner.plan` makes the same decisions without running anything or writing the catalog:
 a stage downstream of one that would run would run too, since its input version would be new.
@@ -40,6 +41,9 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, as_completed, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,12 +52,12 @@ from sqlalchemy import select
 from lineage.catalog import Catalog, DatasetVersion, PipelineRun, Run
 from lineage.catalog.models import utcnow
 from lineage.openlineage import emit_pipeline_after_commit
-from lineage.run_key import RunKey, resolve_inputs, run_key
+from lineage.run_key import resolve_inputs, run_key
 from lineage.runs import Runner, StageOf
 from lineage.settings import Settings
 from lineage.version import code_version
 from pipelines.dag import DagSpec
-from pipelines.engines import check_engine
+from pipelines.engines import check_engine, get_engine
 from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.faults import checkpoint
 from pipelines.spec import PipelineSpec
@@ -61,6 +65,7 @@ from pipelines.spec import PipelineSpec
 log = logging.getLogger(__name__)
 
 RUN, SKIP = "run", "skip"
+CONCURRENT_ENGINES = frozenset({"spark", "ray"})  # their schedulers share the cluster between jobs run at once
 
 
 @dataclass
@@ -115,8 +120,8 @@ class PipelineRunner:
 
     def _decide(
         self, dag: DagSpec, name: str, versions: dict[str, int], forced: bool
-    ) -> tuple[StageDecision, PipelineSpec, RunKey]:
-        """The decision for stage ``name`` with its upstream stages at ``versions``, its spec and its key."""
+    ) -> tuple[StageDecision, PipelineSpec]:
+        """The decision for stage ``name`` with its upstream stages at ``versions``, and its spec."""
         spec = dag.stage_spec(name, versions)
         resolved = self.runner.resolve_evalsets(spec)  # the eval set versions a decontaminate step pins
         with self.catalog.session() as s:
@@ -145,7 +150,7 @@ class PipelineRunner:
             else:
                 decision.action, decision.reason = SKIP, f"unchanged since run {last.id}"
                 decision.version, decision.run_id = dv.version, last.id
-        return decision, spec, key
+        return decision, spec
 
     def plan(self, dag: DagSpec, *, from_stage: str | None = None, force: bool = False) -> list[StageDecision]:
         """What :meth:`run` would do, changing nothing."""
@@ -161,7 +166,7 @@ class PipelineRunner:
                 found.append(StageDecision(name, RUN, why, dataset=out))
                 running.append(name)
                 continue
-            decision, _, _ = self._decide(dag, name, versions, name in forced)
+            decision, _ = self._decide(dag, name, versions, name in forced)
             if decision.action == SKIP and decision.version is not None:
                 versions[name] = decision.version
             else:
@@ -197,22 +202,9 @@ class PipelineRunner:
                 )
             )
         log.info("pipeline run %s: %s, stages %s on %s", pipeline_run_id, dag.name, dag.order(), engine_name)
-        done: list[StageDecision] = []
         try:
-            versions: dict[str, int] = {}
-            for name in dag.order():
-                decision, spec, key = self._decide(dag, name, versions, name in forced)
-                if decision.action == RUN:
-                    log.info("stage %s runs: %s", name, decision.reason)
-                    outcome = self._run_stage(spec, key, engine_name, pipeline_run_id, name, progress)
-                    decision.version, decision.run_id = outcome
-                else:
-                    log.info("stage %s skipped: %s (v%s)", name, decision.reason, decision.version)
-                assert decision.version is not None
-                versions[name] = decision.version
-                done.append(decision)
-                self._record(pipeline_run_id, done)
-                checkpoint(f"pipeline.stage_done.{name}")
+            with self._engine_held(engine_name):
+                done = self._run_stages(dag, forced, engine_name, pipeline_run_id, progress)
         except BaseException as exc:
             self._finish(pipeline_run_id, "failed", f"{type(exc).__name__}: {exc}"[:4000])
             raise
@@ -220,8 +212,78 @@ class PipelineRunner:
         emit_pipeline_after_commit(self.catalog, self.settings, pipeline_run_id)
         return PipelineOutcome(pipeline_run_id, done)
 
+    @contextmanager
+    def _engine_held(self, engine: str) -> Iterator[None]:
+        """On Spark and Ray the session or runtime is started once for the pipeline run, and stopped at its end
+        if this started it: the stages running at once then share it, and none of them stops it."""
+        if engine not in CONCURRENT_ENGINES:
+            yield
+            return
+        held = get_engine(engine, self.settings.execution())
+        try:
+            yield
+        finally:
+            held.close()
+
+    def _run_stages(
+        self, dag: DagSpec, forced: set[str], engine: str, pipeline_run_id: str, progress: ProgressFn
+    ) -> list[StageDecision]:
+        """Start each stage once every stage it reads is done: every ready one at once on Spark and Ray (on
+        threads), one at a time in process. A stage's decision is recorded when it ends, the list kept in
+        topological order. When a stage fails, the others already running end and are recorded, and then
+        its error is raised."""
+        order = dag.order()
+        at_once = len(order) if engine in CONCURRENT_ENGINES else 1
+        pool: Executor = ThreadPoolExecutor(at_once, "stage") if at_once > 1 else _InPlace()
+        versions: dict[str, int] = {}
+        done: list[StageDecision] = []
+        running: dict[Future[tuple[int, str]], StageDecision] = {}
+        failure: BaseException | None = None
+
+        def ended(decision: StageDecision) -> None:
+            assert decision.version is not None
+            versions[decision.stage] = decision.version
+            done.append(decision)
+            done.sort(key=lambda d: order.index(d.stage))
+            self._record(pipeline_run_id, done)
+            checkpoint(f"pipeline.stage_done.{decision.stage}")
+
+        with pool:
+            while failure is None and len(done) < len(order):
+                for name in order:
+                    if len(running) >= at_once:
+                        break
+                    started = name in versions or any(d.stage == name for d in running.values())
+                    if started or any(up not in versions for up in dag.stage(name).upstream):
+                        continue
+                    decision, spec = self._decide(dag, name, versions, name in forced)
+                    if decision.action == RUN:
+                        log.info("stage %s runs: %s", name, decision.reason)
+                        running[pool.submit(self._run_stage, spec, engine, pipeline_run_id, name, progress)] = decision
+                    else:
+                        log.info("stage %s skipped: %s (v%s)", name, decision.reason, decision.version)
+                        ended(decision)
+                if running:  # wait for a stage to end: others may be ready then
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        decision = running.pop(future)
+                        try:
+                            decision.version, decision.run_id = future.result()
+                        except BaseException as exc:
+                            failure = failure or exc
+                        else:
+                            ended(decision)
+            for future in as_completed(running):  # after a failure: the stages still running end
+                decision = running[future]
+                if future.exception() is None:
+                    decision.version, decision.run_id = future.result()
+                    ended(decision)
+        if failure is not None:
+            raise failure
+        return done
+
     def _run_stage(
-        self, spec: PipelineSpec, key: RunKey, engine: str, pipeline_run_id: str, name: str, progress: ProgressFn
+        self, spec: PipelineSpec, engine: str, pipeline_run_id: str, name: str, progress: ProgressFn
     ) -> tuple[int, str]:
         outcome = self.runner.run(spec, engine=engine, progress=progress, stage=StageOf(pipeline_run_id, name))
         return outcome.version, outcome.run_id
@@ -242,3 +304,17 @@ class PipelineRunner:
             if status != "failed":
                 raise
             log.exception("could not mark pipeline run %s as failed", pipeline_run_id)  # the stage's error matters more
+
+
+class _InPlace(Executor):
+    """Runs a stage where it is submitted: in process, one stage already uses every core, and Ctrl-C reaches
+    the stage's own thread."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # re-raised by the caller, from the future, like a thread's
+            future.set_exception(exc)
+        return future
+

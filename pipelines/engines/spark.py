@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pyarrow as pa
+from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
@@ -60,6 +61,10 @@ def spark_session(cfg: EngineConfig) -> tuple[SparkSession, bool]:
     moment and put back. ``cfg.spark_conf`` overrides any of these.
     """
     active = SparkSession.getActiveSession()
+    if active is None and SparkContext._active_spark_context is not None:
+        # a session another thread started: the active session is per thread (a pipeline's stages run on
+        # threads, lineage.pipeline_runs), and getOrCreate returns that one without starting anything
+        active = SparkSession.builder.getOrCreate()
     if active is not None:
         return active, False
     local = cfg.spark_master.startswith("local")

@@ -2,6 +2,8 @@
 item 6): every stage's version holds the same rows and lineage, and the published releases of the merge
 serve the same content: the same rows (one digest of them, sorted), the same mixture and repeat rules.
 
+On Spark and Ray the two stages that read nothing of each other run at once; in process, in turn.
+
 The releases' ``content_digest`` is not compared: it is a digest of the part files' checksums, and each
 engine splits the same sorted rows into files at its own boundaries (local every ``parquet_file_rows``,
 Spark and Ray per range partition), as for every run (``test_parity.py`` compares rows the same way)."""
@@ -9,6 +11,7 @@ Spark and Ray per range partition), as for every run (``test_parity.py`` compare
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,8 +19,8 @@ import pytest
 import xxhash
 from sqlalchemy import select
 
-from lineage.catalog import Catalog, DatasetVersion
-from lineage.pipeline_runs import PipelineRunner
+from lineage.catalog import Catalog, DatasetVersion, Run
+from lineage.pipeline_runs import CONCURRENT_ENGINES, PipelineRunner
 from lineage.releases import publish
 from lineage.settings import Settings
 from pipelines.dag import parse_dag
@@ -56,6 +59,10 @@ def test_the_same_dag_gives_the_same_release_on_every_engine(
     assert {r["source_dataset"] for r in merged} == {"en", "zh"}
     dropped = [r for r in tables["local"][2]["lineage"] if r["verdict"] == "dropped"]
     assert {r["operator"] for r in dropped} == {"exact_dedupe", "mixture"}, "the merge dedupes across sources and mixes"
+    for engine, outcome in outcomes.items():  # the two clean stages read nothing of each other
+        clean = [_interval(catalog, st.run_id or "") for st in outcome.stages[:2]]
+        overlap = clean[0][0] < clean[1][1] and clean[1][0] < clean[0][1]
+        assert overlap == (engine in CONCURRENT_ENGINES), (engine, clean)  # at once on a cluster, in turn in process
     served = {}
     for engine in ENGINES:
         assert tables[engine] == tables["local"], engine
@@ -64,6 +71,13 @@ def test_the_same_dag_gives_the_same_release_on_every_engine(
         mixture = json.dumps(m["mixture"], sort_keys=True).replace(f"mixed-{engine}-", "mixed-")  # the inputs' names
         served[engine] = (_digest(tables[engine][2]["data"]), m["row_count"], m["schema"], mixture)
     assert served["spark"] == served["local"] == served["ray"]
+
+
+def _interval(catalog: Catalog, run_id: str) -> tuple[datetime, datetime]:
+    with catalog.session() as s:
+        run = s.get(Run, run_id)
+        assert run is not None and run.ended_at is not None
+        return run.started_at, run.ended_at
 
 
 def _digest(rows: list[dict]) -> str:
