@@ -12,16 +12,15 @@ Whitespace is handled there too (splitting on any Unicode whitespace collapses r
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import sys
 import unicodedata
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from operators import code_point_tables
 
 
 def fold(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -43,37 +42,13 @@ def fold(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
 def punct_or_symbol_table() -> np.ndarray:
     """``table[cp]`` is True when code point ``cp`` is in a P* or S* category (Python's tables).
 
-    Building it asks ``unicodedata`` about all 1.1M code points (about 0.25 s), which every
-    ``lineage`` process paid at start-up: it is built once per Unicode version and kept as a
-    packed bit file beside numba's kernel cache (:func:`_cache_file`), then loaded in well under
-    a millisecond. A cache that cannot be read or written only costs the rebuild.
+    Building it asks ``unicodedata`` about all 1.1M code points (about 0.25 s), which every ``lineage``
+    process paid at start-up: it is kept on disk instead (:mod:`operators.code_point_tables`).
     """
-    path = _cache_file()
-    size = sys.maxunicode + 1
-    table: np.ndarray | None = None
-    with contextlib.suppress(OSError, ValueError):
-        packed = np.frombuffer(path.read_bytes(), dtype=np.uint8)
-        if len(packed) == (size + 7) // 8:
-            table = np.unpackbits(packed, count=size).astype(np.bool_)
-    if table is None:
-        table = _build_table()
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-            partial.write_bytes(np.packbits(table).tobytes())
-            partial.replace(path)  # atomic: a concurrent reader sees the old file or the whole new one
-    table.setflags(write=False)
-    return table
+    return code_point_tables.cached("punct_or_symbol", np.bool_, _build_table)
 
 
 def _build_table() -> np.ndarray:
     categories = "".join(map(unicodedata.category, map(chr, range(sys.maxunicode + 1))))
     first = np.frombuffer(categories.encode("ascii"), dtype=np.uint8)[::2]  # every category has 2 letters
     return (first == ord("P")) | (first == ord("S"))
-
-
-def _cache_file() -> Path:
-    """Where the table is kept: numba's cache folder (``NUMBA_CACHE_DIR``) or, as numba does by
-    default, this package's ``__pycache__``; named by the Unicode version of Python's tables."""
-    folder = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(__file__).resolve().parent / "__pycache__")
-    return folder / f"punct_or_symbol-unicode{unicodedata.unidata_version}-{sys.maxunicode:x}.bits"

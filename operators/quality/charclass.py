@@ -3,16 +3,20 @@
 The classes mirror what the reference filters look at: Python's ``str.isalpha``/``isspace``
 (datatrove's checks), the character classes of spaCy's rule-based English tokenizer (prefix,
 suffix, quote, hyphen, lower/upper case with "uncased" letters in both, as spaCy's ``ALPHA_LOWER``
-and ``ALPHA_UPPER`` do), and sentence-final punctuation for sentence counting. Built once per
-process (~0.3 s) over all 0x110000 code points.
+and ``ALPHA_UPPER`` do), and sentence-final punctuation for sentence counting. Built over all
+0x110000 code points (about 1.3 s of Python) once per Unicode version and per content of this module,
+and kept on disk (:mod:`operators.code_point_tables`): a process loads it in about a millisecond.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from functools import cache
+from pathlib import Path
 
 import numpy as np
+
+from operators import code_point_tables
 
 SPACE = 1 << 0  # str.isspace
 ALPHA = 1 << 1  # str.isalpha
@@ -43,7 +47,11 @@ SENTENCE_TERMINALS = set(".!?։؟۔܀܁܂߹।॥၊။።፧፨᙮᜵᜶᠃᠉�
 
 @cache
 def flag_table() -> np.ndarray:
-    """uint16 flags for every code point."""
+    """uint16 flags for every code point (read-only)."""
+    return code_point_tables.cached("quality_flags", np.uint16, _build_flags, salt=Path(__file__).read_bytes())
+
+
+def _build_flags() -> np.ndarray:
     chars = [chr(c) for c in range(0x110000)]
     categories = [unicodedata.category(c) for c in chars]
     flags = np.zeros(0x110000, dtype=np.uint16)

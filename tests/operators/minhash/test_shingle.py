@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from benchmarks.evalsets.reference import char_shingles, normalise
+from operators import code_point_tables
 from operators.minhash import MinHashParams, normalize, shingle_hashes
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.shingle import is_space
@@ -53,7 +54,7 @@ def test_the_table_is_cached_on_disk_and_equals_pythons_categories(tmp_path, mon
         count=sys.maxunicode + 1,
     )
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
-    path = normalize._cache_file()
+    path = code_point_tables.cache_file("punct_or_symbol")
     assert path.parent == tmp_path and not path.exists()
     for state in ("missing", "written", "damaged"):
         if state == "damaged":
