@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 from sqlalchemy import select
 
 from lineage import staging
-from lineage.catalog import Catalog, DatasetVersion, Replica, Run
+from lineage.catalog import Catalog, DatasetVersion, PipelineRun, Replica, Run
 from lineage.catalog.models import utcnow
 from lineage.resume import keep_staging, process_alive
 from lineage.settings import Settings
@@ -43,15 +43,18 @@ class GcReport:
 
 
 def mark_abandoned_runs(catalog: Catalog, grace: timedelta) -> list[str]:
-    """Runs still 'running' whose process is gone (or that outlived ``grace``) become 'failed'."""
+    """Runs and pipeline runs still 'running' whose process is gone (or that outlived ``grace``) become
+    'failed'; the ids of the runs (a pipeline run's stages are runs of their own, marked the same way)."""
     abandoned = []
     with catalog.session() as s:
-        for run in s.scalars(select(Run).where(Run.status == "running")):
-            started = run.started_at if run.started_at.tzinfo else run.started_at.replace(tzinfo=utcnow().tzinfo)
-            if not process_alive(run) or utcnow() - started > grace:
-                run.status, run.ended_at = "failed", utcnow()
-                run.error = (run.error or "") + "abandoned: the run's process is gone"
-                abandoned.append(run.id)
+        for model in (Run, PipelineRun):
+            for run in s.scalars(select(model).where(model.status == "running")):
+                started = run.started_at if run.started_at.tzinfo else run.started_at.replace(tzinfo=utcnow().tzinfo)
+                if not process_alive(run) or utcnow() - started > grace:
+                    run.status, run.ended_at = "failed", utcnow()
+                    run.error = (run.error or "") + "abandoned: the run's process is gone"
+                    if model is Run:
+                        abandoned.append(run.id)
     return abandoned
 
 

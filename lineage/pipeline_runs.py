@@ -24,7 +24,8 @@ Protocol:
 A failing stage marks its run ``failed`` (the runner does) and the pipeline run ``failed``, and the
 error is raised again. The stages committed before it stay committed; a rerun skips them, since
 their keys still match, and so resumes from the first unfinished stage. A killed process leaves its
-pipeline run ``running``; the rerun is a new pipeline run, which resumes the same way.
+pipeline run ``running``; the rerun is a new pipeline run, which resumes the same way and marks the
+killed one ``failed``, naming itself (as ``lineage gc`` does for one whose process is gone).
 
 Engines: on Spark and Ray every stage whose inputs are ready runs at once, each on a thread of this
 process submitting its jobs to the one session or runtime the pipeline run holds (their schedulers
@@ -48,10 +49,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from lineage.catalog import Catalog, DatasetVersion, PipelineRun, Run
 from lineage.catalog.models import utcnow
 from lineage.openlineage import emit_pipeline_after_commit
+from lineage.resume import process_alive
 from lineage.run_key import resolve_inputs, run_key
 from lineage.runs import Runner, StageOf
 from lineage.settings import Settings
@@ -189,6 +192,7 @@ class PipelineRunner:
         forced = self._forced(dag, from_stage, force)
         pipeline_run_id = str(uuid.uuid4())
         with self.catalog.session() as s:
+            _close_interrupted(s, dag.name, pipeline_run_id)
             s.add(
                 PipelineRun(
                     id=pipeline_run_id,
@@ -304,6 +308,18 @@ class PipelineRunner:
             if status != "failed":
                 raise
             log.exception("could not mark pipeline run %s as failed", pipeline_run_id)  # the stage's error matters more
+
+
+def _close_interrupted(s: Session, pipeline: str, rerun_id: str) -> None:
+    """Earlier pipeline runs of ``pipeline`` left ``running`` by a process that is gone become ``failed``, naming
+    the pipeline run that takes over: otherwise a killed pipeline run would be listed as running for ever.
+    (Its stages are runs of their own: an interrupted stage is resumed or started over by its own rerun.)"""
+    stale = s.scalars(select(PipelineRun).where(PipelineRun.pipeline == pipeline, PipelineRun.status == "running"))
+    for prun in stale:
+        if not process_alive(prun):
+            prun.status, prun.ended_at = "failed", utcnow()
+            prun.error = f"interrupted: its process ({prun.host}, pid {prun.pid}) is gone; {rerun_id} reran it"
+            log.info("pipeline run %s was interrupted: %s takes over", prun.id, rerun_id)
 
 
 class _InPlace(Executor):

@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from lineage.catalog import Catalog, Run
+from lineage.catalog import Catalog, PipelineRun, Run
 from lineage.catalog.models import utcnow
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,8 @@ log = logging.getLogger(__name__)
 RESUMING_ENGINES = frozenset({"local"})
 
 
-def process_alive(run: Run) -> bool:
-    """Whether a ``running`` run's process may still run (a run on another host cannot be told)."""
+def process_alive(run: Run | PipelineRun) -> bool:
+    """Whether a ``running`` run's (or pipeline run's) process may still run (another host's cannot be told)."""
     if run.host != socket.gethostname() or run.pid is None:
         return True  # cannot tell from here; a stale remote run is handled by the grace period
     try:

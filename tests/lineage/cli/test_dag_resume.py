@@ -45,6 +45,8 @@ def test_a_killed_pipeline_reruns_only_its_unfinished_stages_and_gives_the_same_
     assert "committed mixed v1" in rerun
     runs = _pipeline_runs(home)
     assert len(runs) == 2 and runs[1]["status"] == "succeeded"
+    assert runs[0]["status"] == "failed", "the killed pipeline run is closed by the rerun, not left running"
+    assert runs[0]["error"].startswith("interrupted: its process") and runs[1]["id"] in runs[0]["error"]
     assert _stages(runs[1]) == [("clean-en", "skip"), ("clean-zh", "skip"), ("merge", "run")]
     assert [st["run_id"] for st in runs[1]["stages"][:2]] == [st["run_id"] for st in killed["stages"]]
     assert _published_digest(home) == expected
@@ -65,6 +67,9 @@ def test_a_pipeline_killed_inside_its_first_stage_reruns_it_and_gives_the_same_r
     lineage_killed_at(home, "after_delta_commit", "run", str(pipeline))  # clean-en's tables committed, not its version
     (killed,) = _pipeline_runs(home)
     assert killed["status"] == "running" and killed["stages"] == []
+    lineage(home, "gc")  # closes a pipeline run whose process is gone, as it does a run
+    (abandoned,) = _pipeline_runs(home)
+    assert abandoned["status"] == "failed" and "abandoned" in abandoned["error"]
     lineage(home, "run", str(pipeline))
     assert _stages(_pipeline_runs(home)[1]) == [("clean-en", "run"), ("clean-zh", "run"), ("merge", "run")]
     assert _published_digest(home) == _published_digest(whole)
