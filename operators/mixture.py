@@ -2,7 +2,9 @@
 
 Every source (a pipeline input) has a weight; the weights are shares of the mixture in one unit
 (``samples``, ``bytes``, ``words`` or ``tokens``). A source's target is ``total × share``, capped by
-``max_share × total`` and ``max_epochs × available``; with no ``total`` the mixture is the largest
+``max_share × total`` and ``max_epochs × available``; what a capped source cannot take is shared
+among the others by their weights (:func:`fill`; ``redistribute = False`` leaves it unfilled), so the
+mixture reaches ``total`` unless every source is capped. With no ``total`` the mixture is the largest
 one that meets the shares exactly without upsampling any source past its ``max_epochs`` (default 1).
 
 **Order.** A source's samples are ordered by :func:`order_keys` (a hash of the seed and the
@@ -102,6 +104,7 @@ class MixtureParams(Params):
     total: float | None = None
     seed: int = 0
     tokenizer: dict[str, str] | None = None  # {path, digest}: unit "tokens"
+    redistribute: bool = True  # with a total: what a capped source cannot take goes to the others
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -200,15 +203,17 @@ class Mixture(GroupOperator):
             limits = [(epochs[n] or 1.0) * available[n] / share[n] for n in share]
             total = min(limits) if limits else 0.0
             return Plan(share, {n: share[n] * total for n in share})
-        target = {}
+        caps = {}
         for name, src in p.sources.items():
-            t = p.total * share[name]
+            cap = math.inf
             if src.get("max_share") is not None:
-                t = min(t, src["max_share"] * p.total)
+                cap = min(cap, src["max_share"] * p.total)
             if epochs[name] is not None:
-                t = min(t, epochs[name] * available[name])
-            target[name] = t
-        return Plan(share, target)
+                cap = min(cap, epochs[name] * available[name])
+            caps[name] = cap
+        if not p.redistribute:
+            return Plan(share, {name: min(p.total * share[name], caps[name]) for name in share})
+        return Plan(share, fill(p.total, weights, caps))
 
     # -- the decision -----------------------------------------------------------------------
     def decide(self, groups: pa.Table) -> pa.RecordBatch:
@@ -291,6 +296,28 @@ class Mixture(GroupOperator):
         )
 
 
+def fill(total: float, weights: dict[str, float], caps: dict[str, float]) -> dict[str, float]:
+    """Targets summing to ``total`` (or to every cap, if less) in proportion to ``weights``, none past its cap.
+
+    Water-filling: a source whose proportional target reaches its cap is held at the cap, and what it
+    leaves is shared among the others by their weights, again, until no target passes its cap. Each
+    round caps at least one more source, so there are at most as many rounds as sources.
+    """
+    target: dict[str, float] = {}
+    left, open_ = total, dict(weights)
+    while open_:
+        whole = sum(open_.values())
+        over = [name for name, w in open_.items() if left * w / whole >= caps[name]]
+        if not over:
+            target.update({name: left * w / whole for name, w in open_.items()})
+            break
+        for name in over:
+            target[name] = caps[name]
+            left -= caps[name]
+            del open_[name]
+    return target
+
+
 def choose(target: float, available: float, size: np.ndarray, keys: np.ndarray, ids: list[str]) -> RepeatRule:
     """The repeat rule meeting ``target`` (in the unit) from samples of ``size`` in (key, id) order."""
     if available <= 0 or target <= 0:
@@ -363,6 +390,7 @@ def summarise(mixture: Mixture, records: pa.Table, survived: np.ndarray) -> dict
         "unit": p.unit,
         "total": p.total,
         "seed": p.seed,
+        **({"redistribute": p.redistribute} if p.total is not None else {}),
         "tokenizer": dict(p.tokenizer) if p.tokenizer else None,
         "sources": sources,
         "served": served_total,

@@ -50,7 +50,16 @@ def mixture_of(spec: PipelineSpec, members: Members | None = None) -> Mixture | 
         if spec.base_dir is not None and not path.startswith(("/", "~")):
             path = str(spec.base_dir / path)
         tokenizer = {"path": path, "digest": m.tokenizer.hexdigest}
-    return Mixture({"sources": sources, "unit": m.unit, "total": m.total, "seed": m.seed, "tokenizer": tokenizer})
+    return Mixture(
+        {
+            "sources": sources,
+            "unit": m.unit,
+            "total": m.total,
+            "seed": m.seed,
+            "tokenizer": tokenizer,
+            "redistribute": m.redistribute,
+        }
+    )
 
 
 def priorities(spec: PipelineSpec, members: Members | None = None) -> dict[str, int]:

@@ -97,6 +97,7 @@ class MixtureSpec(_Strict):
     seed: int = 0
     apply: Literal["after", "before"] = "after"
     tokenizer: TokenizerSpec | None = None
+    redistribute: bool = True  # with a total: a capped source's shortfall goes to the others, by weight
 
     @model_validator(mode="after")
     def _check(self) -> MixtureSpec:

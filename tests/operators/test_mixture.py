@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from operators.mixture import Mixture, RepeatRule, choose, order_keys, repeats, word_counts
+from operators.mixture import Mixture, RepeatRule, choose, fill, order_keys, repeats, word_counts
 from storage.errors import Invalid
 
 
@@ -95,6 +95,34 @@ def test_max_epochs_caps_upsampling_and_max_share_caps_a_share() -> None:
     decided = _decided(capped, table)
     assert sum(r for s, (_, r) in decided.items() if s.startswith("small-")) == 15
     assert sum(r for s, (_, r) in decided.items() if s.startswith("big-")) == 10
+
+
+def test_a_capped_sources_shortfall_goes_to_the_others_by_weight() -> None:
+    table = _table(
+        {
+            "small": [f"s{i}" for i in range(10)],
+            "big": [f"b{i}" for i in range(100)],
+            "mid": [f"m{i}" for i in range(60)],
+        }
+    )
+    caps = {"big": {"max_share": 0.2}}
+    decided = _decided(_mixture({"small": 1, "big": 2, "mid": 1}, total=50, caps=caps), table)
+    served = {
+        src: sum(r for s, (_, r) in decided.items() if s.startswith(src + "-")) for src in ("small", "big", "mid")
+    }
+    assert served == {"small": 20, "big": 10, "mid": 20}, "big's 25 capped at 10: small and mid share the 15 it left"
+    kept = _decided(_mixture({"small": 1, "big": 2, "mid": 1}, total=50, caps=caps, redistribute=False), table)
+    served = {src: sum(r for s, (_, r) in kept.items() if s.startswith(src + "-")) for src in ("small", "big", "mid")}
+    assert served == {"small": 13, "big": 10, "mid": 13}, "without redistribute the shortfall stays unfilled"
+
+
+def test_fill_caps_in_rounds_until_no_target_passes_its_cap() -> None:
+    inf = float("inf")
+    assert fill(100, {"a": 1, "b": 1, "c": 2}, {"a": 10, "b": inf, "c": inf}) == {"a": 10, "b": 30, "c": 60}
+    # a is capped first; b's share of what is left (30) then passes its cap 28: a second round
+    assert fill(100, {"a": 1, "b": 1, "c": 2}, {"a": 10, "b": 28, "c": inf}) == {"a": 10, "b": 28, "c": 62}
+    assert fill(100, {"a": 1, "b": 3}, {"a": 5, "b": 20}) == {"a": 5, "b": 20}, "every source capped: the caps"
+    assert fill(100, {"a": 1, "b": 1}, {"a": inf, "b": inf}) == {"a": 50, "b": 50}
 
 
 def test_without_a_total_the_limiting_source_is_used_whole() -> None:
