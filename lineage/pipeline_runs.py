@@ -123,12 +123,14 @@ class PipelineRunner:
 
     def _decide(
         self, dag: DagSpec, name: str, versions: dict[str, int], forced: bool
-    ) -> tuple[StageDecision, PipelineSpec]:
-        """The decision for stage ``name`` with its upstream stages at ``versions``, and its spec."""
+    ) -> tuple[StageDecision, PipelineSpec, list[dict[str, Any]]]:
+        """The decision for stage ``name`` with its upstream stages at ``versions``, its spec, and its inputs
+        as resolved for the key (handed to the run, so raw files are fingerprinted once)."""
         spec = dag.stage_spec(name, versions)
         resolved = self.runner.resolve_evalsets(spec)  # the eval set versions a decontaminate step pins
         with self.catalog.session() as s:
-            key = run_key(resolved, resolve_inputs(resolved, s, self.settings), code_version())
+            inputs = resolve_inputs(resolved, s, self.settings)
+            key = run_key(resolved, inputs, code_version())
             last = s.scalars(
                 select(Run)
                 .where(Run.pipeline == dag.job_name(name), Run.stage == name, Run.status == "succeeded")
@@ -153,7 +155,7 @@ class PipelineRunner:
             else:
                 decision.action, decision.reason = SKIP, f"unchanged since run {last.id}"
                 decision.version, decision.run_id = dv.version, last.id
-        return decision, spec
+        return decision, spec, inputs
 
     def plan(self, dag: DagSpec, *, from_stage: str | None = None, force: bool = False) -> list[StageDecision]:
         """What :meth:`run` would do, changing nothing."""
@@ -169,7 +171,7 @@ class PipelineRunner:
                 found.append(StageDecision(name, RUN, why, dataset=out))
                 running.append(name)
                 continue
-            decision, _ = self._decide(dag, name, versions, name in forced)
+            decision, _, _ = self._decide(dag, name, versions, name in forced)
             if decision.action == SKIP and decision.version is not None:
                 versions[name] = decision.version
             else:
@@ -260,10 +262,11 @@ class PipelineRunner:
                     started = name in versions or any(d.stage == name for d in running.values())
                     if started or any(up not in versions for up in dag.stage(name).upstream):
                         continue
-                    decision, spec = self._decide(dag, name, versions, name in forced)
+                    decision, spec, inputs = self._decide(dag, name, versions, name in forced)
                     if decision.action == RUN:
                         log.info("stage %s runs: %s", name, decision.reason)
-                        running[pool.submit(self._run_stage, spec, engine, pipeline_run_id, name, progress)] = decision
+                        work = (spec, inputs, engine, pipeline_run_id, name, progress)
+                        running[pool.submit(self._run_stage, *work)] = decision
                     else:
                         log.info("stage %s skipped: %s (v%s)", name, decision.reason, decision.version)
                         ended(decision)
@@ -287,9 +290,16 @@ class PipelineRunner:
         return done
 
     def _run_stage(
-        self, spec: PipelineSpec, engine: str, pipeline_run_id: str, name: str, progress: ProgressFn
+        self,
+        spec: PipelineSpec,
+        inputs: list[dict[str, Any]],
+        engine: str,
+        pipeline_run_id: str,
+        name: str,
+        progress: ProgressFn,
     ) -> tuple[int, str]:
-        outcome = self.runner.run(spec, engine=engine, progress=progress, stage=StageOf(pipeline_run_id, name))
+        stage = StageOf(pipeline_run_id, name)
+        outcome = self.runner.run(spec, engine=engine, progress=progress, stage=stage, described=inputs)
         return outcome.version, outcome.run_id
 
     def _record(self, pipeline_run_id: str, done: list[StageDecision]) -> None:

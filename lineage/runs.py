@@ -86,12 +86,16 @@ class Runner:
         engine: str | None = None,
         progress: ProgressFn = _no_progress,
         stage: StageOf | None = None,
+        described: list[dict[str, Any]] | None = None,
     ) -> RunOutcome:
+        """Run ``spec`` once, committed atomically. ``described``: its inputs as
+        :func:`lineage.run_key.resolve_inputs` found them moments ago (a pipeline run, deciding whether the
+        stage runs), so raw files are fingerprinted once."""
         engine_name = engine or spec.engine
         check_engine(engine_name)  # an unknown engine or a missing extra fails before any work or catalog row
         run_id = str(uuid.uuid4())
         spec = self.resolve_evalsets(spec)
-        sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id)
+        sources, datasets, inputs, input_rows = self._resolve_inputs(spec, run_id, described)
         key = run_key(spec, inputs, code_version())
         plan = execute.plan(spec, run_id, self.settings, self._members(spec))
         published = self._resolve_published(plan.cluster) if plan.cluster else []
@@ -159,7 +163,7 @@ class Runner:
 
     # -- inputs -----------------------------------------------------------------------------
     def _resolve_inputs(
-        self, spec: PipelineSpec, run_id: str
+        self, spec: PipelineSpec, run_id: str, described: list[dict[str, Any]] | None = None
     ) -> tuple[list[SourceInput], list[DatasetInput], list[dict[str, Any]], int]:
         """(raw sources, dataset versions, what the run records about them, rows of those versions)."""
         sources: list[SourceInput] = []
@@ -169,7 +173,8 @@ class Runner:
         for position, inp in enumerate(spec.inputs):
             check_name(inp.dataset)
             if inp.is_raw:
-                source, record = plan_source(inp, position, spec.base_dir, run_id, self.settings)
+                known = described[position] if described is not None else None
+                source, record = plan_source(inp, position, spec.base_dir, run_id, self.settings, known)
                 sources.append(source)
                 recorded.append(record)
             else:

@@ -80,13 +80,27 @@ def _raw_digest(tier: Tier, path: str) -> str:
 
 
 def plan_source(
-    inp: InputSpec, position: int, base_dir: Path | None, run_id: str, tiers: TierConfigs
+    inp: InputSpec,
+    position: int,
+    base_dir: Path | None,
+    run_id: str,
+    tiers: TierConfigs,
+    described: dict[str, Any] | None = None,
 ) -> tuple[SourceInput, dict[str, Any]]:
-    """A raw input planned as chunks for its convert step, and what the run records about it."""
+    """A raw input planned as chunks for its convert step, and what the run records about it.
+
+    ``described``: :func:`describe_source`'s record of this input, made moments ago by the caller (a
+    pipeline run deciding whether the stage runs). It is taken as it is when it names the same files,
+    so the files' bytes are read for the fingerprint once, not twice (on an object-store tier, each
+    raw file would be downloaded once more before convert reads it).
+    """
     src = resolve_source(inp, base_dir, tiers)
     chunks = plan_chunks(src, RAW_SOURCE_VERSION)
     convert = ConvertOperator(inp.convert_params(), run_id=run_id)
-    return SourceInput(chunks, convert, position), _recorded(inp, src, chunks)
+    recorded = described
+    if recorded is None or recorded.get("uri") != src.tier.uri(src.pattern) or recorded.get("files") != chunks.num_rows:
+        recorded = _recorded(inp, src, chunks)
+    return SourceInput(chunks, convert, position), recorded
 
 
 def describe_source(inp: InputSpec, base_dir: Path | None, tiers: TierConfigs) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from openlineage.client.facet_v2 import parent_run
 from openlineage.client.serde import Serde
 from sqlalchemy import select
 
+import pipelines.sources as sources
 from lineage.catalog import LineageEvent, Run
 from lineage.client import Client
 from lineage.errors import Invalid
@@ -169,5 +170,25 @@ def test_each_stage_is_an_openlineage_job_whose_parent_is_the_pipeline_run(
         merge_out = by_job["small-dag.merge"][-1]
         assert [i["name"] for i in merge_out["inputs"]] == ["mixed-en", "mixed-zh"]
         assert [o["name"] for o in merge_out["outputs"]] == ["mixed"]
+    finally:
+        service.close()
+
+
+def test_a_stage_that_runs_reads_its_raw_files_for_the_fingerprint_once(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deciding a stage resolves its inputs for the cache key; the run takes them over instead of
+    fingerprinting again (each raw file read once, not twice: on an object store, one download)."""
+    read: list[str] = []
+    real = sources._raw_digest
+    monkeypatch.setattr(sources, "_raw_digest", lambda tier, path: read.append(tier.uri(path)) or real(tier, path))
+    service = Service(make_settings(tmp_path, "sqlite", request))
+    try:
+        paths = write_corpus(tmp_path / "data")
+        result = service.run_pipeline(dag_dict(paths))
+        assert _actions(result) == [("clean-en", "run"), ("clean-zh", "run"), ("merge", "run")]
+        assert sorted(read) == sorted(set(read)) and len(read) == 4, read  # 2 files in each of 2 folders
+        runs = {r.stage: r for r in service.list_runs().items}
+        assert runs["clean-en"].inputs[0]["fingerprint"] == runs["clean-en"].cache_parts["inputs"][0]["fingerprint"]
     finally:
         service.close()
