@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -28,43 +29,76 @@ def rule_counts(lineage: pa.Table | pa.RecordBatch) -> pa.Table:
     Rows are sorted by operator and rule; a pure function of its input. Rules recorded under an old
     rule-set name (``default:min_words``, before issue #16) count under today's (``quality:min_words``).
 
-    Counted with hash kernels (``value_counts`` of an ``operator`` / ``rule`` key), not Acero's group-by
-    and join: those load ``pyarrow.dataset`` and with it pandas (0.4 s), and the groups are few.
+    Counted over integer codes of the columns' distinct values (:func:`_tally`), not with Acero's
+    group-by and join: those load ``pyarrow.dataset`` and with it pandas (0.4 s), and the groups are few.
     """
     table = lineage if isinstance(lineage, pa.Table) else pa.Table.from_batches([lineage])
-    counts: dict[str, dict[str, int]] = {}
+    counts: dict[tuple[str, str], dict[str, int]] = {}
     flagged = table.filter(pc.and_(pc.is_valid(table["reason"]), pc.not_equal(table["verdict"], Verdict.KEPT.value)))
-    keys = _keys(flagged["operator"], _current(flagged["reason"]))
-    _count(counts, keys, None)
+    operators, reasons = _codes(flagged["operator"]), _codes(_current(flagged["reason"]))
+    verdicts = flagged["verdict"]
+    _tally(counts, operators, reasons, None, None)
     for verdict, column in ((Verdict.DROPPED, "dropped"), (Verdict.MODIFIED, "modified")):
-        _count(counts, keys.filter(pc.equal(flagged["verdict"], verdict.value)), column)
+        _tally(counts, operators, reasons, _mask(pc.equal(verdicts, verdict.value)), column)
     rules = pc.struct_field(table["detail"], "rules").combine_chunks() if table.num_rows else None
     if rules is not None and len(rules.flatten()):
         flat = rules.flatten()
-        operators = table["operator"].combine_chunks().take(pc.list_parent_indices(rules))
-        keys = _keys(operators, _current(pc.binary_join_element_wise(flat.field("rule_set"), flat.field("rule"), ":")))
-        _count(counts, keys, None)  # a rule that never failed still has its row
-        _count(counts, keys.filter(pc.invert(flat.field("passed"))), "failed")
-    ordered = sorted(tuple(key.split(_SEP, 1)) for key in counts)
+        codes, names = _codes(table["operator"])
+        of_rule = (codes[pc.list_parent_indices(rules).to_numpy()], names)
+        rule_names = _rule_codes(flat.field("rule_set"), flat.field("rule"))
+        _tally(counts, of_rule, rule_names, None, None)  # a rule that never failed still has its row
+        _tally(counts, of_rule, rule_names, _mask(pc.invert(flat.field("passed"))), "failed")
+    ordered = sorted(counts)
     columns: dict[str, list] = {"operator": [o for o, _ in ordered], "rule": [r for _, r in ordered]}
     for name in ("dropped", "modified", "failed"):
-        columns[name] = [counts[_SEP.join(k)].get(name, 0) for k in ordered]
+        columns[name] = [counts[k].get(name, 0) for k in ordered]
     return pa.table(columns, schema=RULE_COUNTS_SCHEMA)
 
 
-_SEP = "\x1f"  # joins operator and rule into one hash key; neither name holds it
+# A column as (integer code per row, the distinct values): counting pairs of codes is a few numpy
+# passes, where joining two string columns per row (millions of rule results) and hashing them was
+# most of a release's QC report.
+Codes = tuple[np.ndarray, list[str]]
 
 
-def _keys(operators: pa.Array | pa.ChunkedArray, rules: pa.Array | pa.ChunkedArray) -> pa.Array:
-    joined = pc.binary_join_element_wise(operators, rules, _SEP)
-    return joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined
+def _codes(values: pa.Array | pa.ChunkedArray) -> Codes:
+    encoded = (values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values).dictionary_encode()
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
 
 
-def _count(counts: dict[str, dict[str, int]], keys: pa.Array, column: str | None) -> None:
-    for entry in pc.value_counts(keys).to_pylist():
-        found = counts.setdefault(entry["values"], {})
+def _rule_codes(rule_sets: pa.Array, rules: pa.Array) -> Codes:
+    """``<rule set>:<rule>`` per rule result under today's name, from the two columns' codes."""
+    (sets, set_names), (names, rule_names) = _codes(rule_sets), _codes(rules)
+    width = max(len(rule_names), 1)
+    pair = sets * width + names
+    present = np.flatnonzero(np.bincount(pair, minlength=len(set_names) * width))
+    renumber = np.zeros(len(set_names) * width, dtype=np.int64)
+    renumber[present] = np.arange(len(present))
+    joined = [current_rule(f"{set_names[p // width]}:{rule_names[p % width]}") for p in present.tolist()]
+    return renumber[pair], joined
+
+
+def _mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _tally(
+    counts: dict[tuple[str, str], dict[str, int]],
+    first: Codes,
+    second: Codes,
+    mask: np.ndarray | None,
+    column: str | None,
+) -> None:
+    """Count the rows per (first, second) value, into ``column`` (None: only make sure the row exists)."""
+    (a, a_names), (b, b_names) = first, second
+    width = max(len(b_names), 1)
+    pair = a * width + b
+    found = np.bincount(pair if mask is None else pair[mask], minlength=len(a_names) * width)
+    keys = np.flatnonzero(found)
+    for key, n in zip(keys.tolist(), found[keys].tolist(), strict=True):
+        row = counts.setdefault((a_names[key // width], b_names[key % width]), {})
         if column is not None:
-            found[column] = found.get(column, 0) + entry["counts"]
+            row[column] = row.get(column, 0) + n
 
 
 def _current(rules: pa.Array | pa.ChunkedArray) -> pa.Array:

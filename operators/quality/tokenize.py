@@ -581,11 +581,11 @@ class Tokens:
 
     def any_char(self, flag: int) -> np.ndarray:
         """Per token: does any of its characters have ``flag`` (a charclass bit)?"""
-        return _flag_counts(self.cps, self.starts, self.ends, cc.flag_table(), flag) > 0
+        return flag_counts(self.cps, self.starts, self.ends, cc.flag_table(), flag) > 0
 
     def all_chars(self, flag: int) -> np.ndarray:
         """Per token: do all of its characters have ``flag``?"""
-        return _flag_counts(self.cps, self.starts, self.ends, cc.flag_table(), flag) == self.lengths
+        return flag_counts(self.cps, self.starts, self.ends, cc.flag_table(), flag) == self.lengths
 
     def hashes(self) -> np.ndarray:
         return _token_hashes(self.cps, self.starts, self.ends)
@@ -597,7 +597,8 @@ class Tokens:
 
 
 @numba.njit(cache=True, nogil=True)
-def _flag_counts(cps, starts, ends, flags, flag):
+def flag_counts(cps, starts, ends, flags, flag):
+    """Per span ``[starts[t], ends[t])`` of ``cps``: how many code points have ``flag`` in the table ``flags``."""
     out = np.zeros(len(starts), dtype=np.int64)
     for t in range(len(starts)):
         c = 0

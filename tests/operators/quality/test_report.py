@@ -66,3 +66,24 @@ def test_script_counts_and_distribution():
     dist = script_distribution(texts)
     assert dist == pytest.approx({"han": 4 / 17, "latin": 3 / 17, "other": 10 / 17})
     assert script_distribution(pa.array(["123 !!"])) == {"han": 0.0, "latin": 0.0, "other": 0.0}
+
+
+def test_script_counts_are_the_regexes_counts_over_every_code_point() -> None:
+    """The looked-up classes equal RE2's own ``\\p{...}`` matches: each code point alone (all 1.1M but the
+    surrogates), and mixed texts of random code points, sliced (an array offset) and chunked."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from operators.quality.scripts import CLASSES
+
+    every = pa.array([chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000])
+    rng = np.random.default_rng(5)
+    pool = np.concatenate(
+        [rng.integers(0, 0x3000, 4000), rng.integers(0x4E00, 0x9FFF, 2000), rng.integers(0x10000, 0x30000, 500)]
+    )
+    pool = pool[(pool < 0xD800) | (pool >= 0xE000)]
+    mixed = pa.array(["".join(map(chr, rng.choice(pool, rng.integers(0, 60)))) for _ in range(500)]).slice(3)
+    for texts in (every, mixed, pa.chunked_array([mixed.slice(0, 100), mixed.slice(100)])):
+        got = script_counts(texts)
+        for name, (_, pattern) in CLASSES.items():
+            assert got[name].to_pylist() == pc.count_substring_regex(texts, pattern).to_pylist(), name
