@@ -1,7 +1,8 @@
 """The QC report of a dataset version (stored in its release's manifest) and the publish gate (发布门禁).
 
 The report is computed from the columnar tables, streaming: per-rule counts from the lineage
-table (``operators.quality.report.rule_counts`` per batch, then summed), length and script
+table (``operators.quality.report.rule_counts`` per batch, then summed, in the one pass over the
+lineage that also collects the dropped ids and each sample's source), length and script
 distributions of the released texts, the drop rate per source, and the exact-duplicate rate left
 in the output. The gate compares it with a release config's conditions.
 """
@@ -9,6 +10,7 @@ in the output. The gate compares it with a release config's conditions.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -79,23 +81,50 @@ GateError = GateFailed
 importable): ``GateFailed.of(failures)`` names each failed condition with its measured value and limit."""
 
 
-def _rule_table(lineage: Any) -> list[dict[str, Any]]:
+@dataclass
+class _LineagePass:
+    """What the report needs from a lineage table, from one read of it: its ``detail`` column (rule
+    results, sources) is most of the table's bytes, so it is decoded once, not by each question."""
+
+    rules: list[dict[str, Any]]  # per (operator, rule): dropped, modified, failed
+    dropped: pa.Table  # sample_id of every sample a quality or dedupe step dropped (not the mixture)
+    sources: pa.Table  # sample_id, source: each converted sample's raw source (the step-0 records)
+
+
+def _read_lineage(lineage: Any) -> _LineagePass:
     from operators.quality.report import rule_counts  # start-up: numba kernels
 
-    # the mixture's decisions are not quality rules: the report's "mixture" section shows them
-    columns = ["operator", "verdict", "reason", "detail"]
-    batches = lineage.to_batches(columns=columns, filter=pc.field("operator") != MIXTURE)
-    parts = [rule_counts(b) for b in batches]
+    parts, dropped, sources = [], [], []
+    columns = ["sample_id", "step", "operator", "verdict", "reason", "detail"]
+    for batch in lineage.to_batches(columns=columns):
+        # the mixture's decisions are not quality rules or drops: the report's "mixture" section shows them
+        batch = batch.filter(pc.not_equal(batch.column("operator"), MIXTURE))
+        if not batch.num_rows:
+            continue
+        parts.append(rule_counts(batch))
+        dropped.append(batch.column("sample_id").filter(pc.equal(batch.column("verdict"), "dropped")))
+        first = pc.equal(batch.column("step"), 0)
+        source = pc.struct_field(pc.struct_field(batch.column("detail"), "source"), "dataset")
+        sources.append(
+            pa.record_batch([batch.column("sample_id").filter(first), source.filter(first)], ["sample_id", "source"])
+        )
     parts = [p for p in parts if p.num_rows]
-    if not parts:
-        return []
-    total = (
-        pa.concat_tables(parts)
-        .group_by(["operator", "rule"])
-        .aggregate([("dropped", "sum"), ("modified", "sum"), ("failed", "sum")])
+    rules: list[dict[str, Any]] = []
+    if parts:
+        total = (
+            pa.concat_tables(parts)
+            .group_by(["operator", "rule"])
+            .aggregate([("dropped", "sum"), ("modified", "sum"), ("failed", "sum")])
+        )
+        rows = total.rename_columns(["operator", "rule", "dropped", "modified", "failed"]).to_pylist()
+        rules = sorted(rows, key=lambda r: (r["operator"], r["rule"]))
+    ids = pa.chunked_array(dropped, pa.string()) if dropped else pa.chunked_array([], pa.string())
+    source_schema = pa.schema([("sample_id", pa.string()), ("source", pa.string())])
+    return _LineagePass(
+        rules,
+        pa.table({"sample_id": ids}),
+        pa.Table.from_batches(sources, source_schema) if sources else source_schema.empty_table(),
     )
-    rows = total.rename_columns(["operator", "rule", "dropped", "modified", "failed"]).to_pylist()
-    return sorted(rows, key=lambda r: (r["operator"], r["rule"]))
 
 
 def _chain_operators(session: Session, run: Run | None, seen: set[str] | None = None) -> list[str]:
@@ -159,12 +188,14 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
             scripts[name] += count
     letters = sum(scripts.values())
 
+    read = _read_lineage(lineage)
     with duckdb.connect() as con:
         con.register("data", data)
-        con.register("lin", lineage)
+        con.register("dropped_ids", read.dropped)
+        con.register("converted", read.sources)
         rows, distinct = con.sql("SELECT count(*), count(DISTINCT content_hash) FROM data").fetchall()[0]
         kept = dict(con.sql("SELECT source_dataset, count(*) FROM data GROUP BY 1").fetchall())
-        sources = ["SELECT sample_id, detail.source.dataset AS source FROM lin WHERE step = 0"]
+        sources = ["SELECT sample_id, source FROM converted"]
         for k, inp in enumerate(i for i in (run.inputs if run else []) if i.get("kind") == "dataset"):
             parent = dataset_version(session, inp["dataset"], inp["version"])
             if parent.purged_by is not None:
@@ -176,9 +207,7 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
             sources.append(f"SELECT sample_id, source_dataset AS source FROM input_{k}")
         dropped = dict(
             con.sql(
-                # a mixture's unselected samples are not quality drops: the "mixture" section shows them
-                f"WITH dropped AS (SELECT DISTINCT sample_id FROM lin WHERE verdict = 'dropped' "
-                f"AND operator <> '{MIXTURE}'), "
+                "WITH dropped AS (SELECT DISTINCT sample_id FROM dropped_ids), "
                 f"src AS ({' UNION ALL '.join(sources)}) "
                 "SELECT source, count(DISTINCT sample_id) FROM dropped JOIN src USING (sample_id) GROUP BY 1"
             ).fetchall()
@@ -190,7 +219,7 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
     operators = _chain_operators(session, run)
     return {
         "samples": rows,
-        "rules": _rule_table(lineage),
+        "rules": read.rules,
         "length_histogram": [
             {"from": lo, "to": (LENGTH_BINS[i + 1] if i + 1 < len(LENGTH_BINS) else None), "count": int(c)}
             for i, (lo, c) in enumerate(zip(LENGTH_BINS, hist, strict=True))

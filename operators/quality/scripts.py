@@ -5,7 +5,8 @@ Python's ``unicodedata`` does not have). Counting them with three regex passes p
 release QC report slow (about 1 s per 14 MB of text), so each code point's class is looked up
 instead: a table built once by running these very patterns over every code point (so the counts are
 the regexes' own, tested), kept on disk (:mod:`operators.code_point_tables`), and a numba pass over
-the decoded code points.
+the decoded code points. Below :data:`KERNEL_BYTES` of text (a takedown's few removed samples) the
+regexes run as before, since starting numba would cost more.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import pyarrow.compute as pc
 
 from operators import code_point_tables
 from operators.quality.text import as_array
-from operators.quality.tokenize import code_points, flag_counts
 
 HAN = r"\p{Han}"
 LATIN = r"\p{Latin}"
 OTHER_LETTER = r"[^\p{Han}\p{Latin}\P{L}]"  # a letter (category L) of any other script
 CLASSES = {"han": (1, HAN), "latin": (2, LATIN), "other": (4, OTHER_LETTER)}  # column: (table bit, pattern)
+KERNEL_BYTES = 4 << 20  # below this much text the regexes cost less than loading the kernel (about 0.5 s)
 
 SCRIPT_SCHEMA = pa.schema([pa.field(name, pa.int64(), nullable=False) for name in CLASSES])
 
@@ -49,7 +50,13 @@ def script_counts(texts: pa.Array | pa.ChunkedArray) -> pa.Table:
     """Per text: Han characters (any category: ideographs, 々, 〇), Latin letters, and letters of
     every other script (Cyrillic, Kana, Hangul, ...). Digits, punctuation and spaces (scripts
     Common/Inherited) are not counted."""
-    cps, offsets = code_points(as_array(texts))
+    texts = as_array(texts)
+    if texts.nbytes < KERNEL_BYTES:  # the patterns themselves: no JIT to start for a few texts
+        columns = [pc.count_substring_regex(texts, pattern).cast(pa.int64()) for _, pattern in CLASSES.values()]
+        return pa.Table.from_arrays(columns, schema=SCRIPT_SCHEMA)
+    from operators.quality.tokenize import code_points, flag_counts  # start-up: numba, for large inputs only
+
+    cps, offsets = code_points(texts)
     table = script_table()
     columns = [pa.array(flag_counts(cps, offsets[:-1], offsets[1:], table, bit)) for bit, _ in CLASSES.values()]
     return pa.Table.from_arrays(columns, schema=SCRIPT_SCHEMA)

@@ -74,6 +74,7 @@ def test_script_counts_are_the_regexes_counts_over_every_code_point() -> None:
     import numpy as np
     import pyarrow.compute as pc
 
+    from operators.quality import scripts
     from operators.quality.scripts import CLASSES
 
     every = pa.array([chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000])
@@ -83,7 +84,11 @@ def test_script_counts_are_the_regexes_counts_over_every_code_point() -> None:
     )
     pool = pool[(pool < 0xD800) | (pool >= 0xE000)]
     mixed = pa.array(["".join(map(chr, rng.choice(pool, rng.integers(0, 60)))) for _ in range(500)]).slice(3)
-    for texts in (every, mixed, pa.chunked_array([mixed.slice(0, 100), mixed.slice(100)])):
+    large = pa.concat_arrays([mixed] * (scripts.KERNEL_BYTES // mixed.nbytes + 1))
+    for texts in (every, large, pa.chunked_array([large.slice(0, 100), large.slice(100)])):
+        assert (
+            texts.nbytes if isinstance(texts, pa.Array) else sum(c.nbytes for c in texts.chunks)
+        ) >= scripts.KERNEL_BYTES
         got = script_counts(texts)
         for name, (_, pattern) in CLASSES.items():
             assert got[name].to_pylist() == pc.count_substring_regex(texts, pattern).to_pylist(), name
