@@ -1,13 +1,18 @@
 """Write a stream of Arrow batches as Parquet part files in a run's folder of a Delta table.
 
-Every engine's tasks use this, so file naming, row groups and schemas are the same everywhere.
+Every engine's tasks use this, so file naming, row groups and schemas are the same everywhere. The
+cut into files and row groups depends only on the rows written, in order, never on how they came in
+batches (a DuckDB reader's, a Spark task's Arrow batches, a Ray block), and each row group is written
+from one contiguous chunk (Parquet pages are cut per chunk): the same rows give the same bytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage.tier import Tier
@@ -36,12 +41,50 @@ def embeds_arrow_schema(schema: pa.Schema) -> bool:
     return bool(schema.metadata) or any(field.type not in _PARQUET_NATIVE for field in schema)
 
 
+def row_sizes(data: pa.Table | pa.RecordBatch) -> np.ndarray:
+    """Bytes of each row's values (strings' bytes and offsets, fixed widths, nested values summed).
+
+    A measure of the content alone: unlike ``nbytes`` it does not depend on how the rows are chunked,
+    sliced or whether a column without nulls carries a validity buffer.
+    """
+    out = np.zeros(data.num_rows, np.int64)
+    for column in data.columns:
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        if chunks:
+            out += np.concatenate([_value_sizes(c) for c in chunks]) if len(chunks) > 1 else _value_sizes(chunks[0])
+    return out
+
+
+def _value_sizes(array: pa.Array) -> np.ndarray:
+    kind = array.type
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_large_binary(kind)
+    ):
+        lengths = pc.binary_length(array).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return lengths + (8 if pa.types.is_large_string(kind) or pa.types.is_large_binary(kind) else 4)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        values = _value_sizes(array.flatten())
+        parents = pc.list_parent_indices(array).to_numpy(zero_copy_only=False)
+        nested = np.bincount(parents, weights=values, minlength=len(array)).astype(np.int64)
+        return nested + (8 if pa.types.is_large_list(kind) else 4)
+    if pa.types.is_struct(kind):
+        fields = array.flatten()
+        return sum((_value_sizes(f) for f in fields), np.zeros(len(array), np.int64))
+    width = getattr(kind, "bit_width", 64)  # fixed width; other types count as 8 bytes a row
+    return np.full(len(array), max(1, width // 8), np.int64)
+
+
 class PartWriter:
     """Rolls over to a new part file every ``file_rows`` rows. Not thread-safe.
 
-    A row group holds ``row_group_rows`` rows, or fewer when they would exceed about
-    ``row_group_bytes`` of Arrow data: readers hold whole row groups in memory (the training
-    reader's shuffle window is a few of them), so long documents must not make them huge.
+    A row group holds ``row_group_rows`` rows, or fewer when they would exceed ``row_group_bytes``
+    of values (:func:`row_sizes`; a single larger row is a row group of its own): readers hold
+    whole row groups in memory (the training reader's shuffle window is a few of them), so long
+    documents must not make them huge. Each group is the longest run of the next rows within both
+    caps, so the cut depends on the rows alone.
     """
 
     def __init__(
@@ -95,28 +138,34 @@ class PartWriter:
         ):
             self._drain(final=False)
 
-    def _group_rows(self, pending: pa.Table) -> int:
-        """Rows per row group for this data: the row cap, lowered by the byte cap (by mean row size)."""
-        if self.row_group_bytes is None or pending.num_rows == 0:
-            return self.row_group_rows
-        mean_row_bytes = max(1.0, pending.nbytes / pending.num_rows)
-        return max(1, min(self.row_group_rows, int(self.row_group_bytes / mean_row_bytes)))
-
     def _drain(self, final: bool) -> None:
+        """Write every row group the buffered rows complete (all of them when ``final``)."""
         pending = pa.concat_tables(self._buffer) if self._buffer else self.schema.empty_table()
         self._buffer, self._buffered, self._buffered_bytes = [], 0, 0
-        group = self._group_rows(pending)
-        offset = 0
-        while pending.num_rows - offset >= (1 if final else group):
+        ends = None
+        if self.row_group_bytes is not None and pending.num_rows:
+            ends = np.concatenate([[0], np.cumsum(row_sizes(pending))])
+        offset, left = 0, pending.num_rows
+        while left:
+            in_file = self._rows_in_file if self._writer is not None else 0
+            if in_file >= self.file_rows:
+                in_file = 0
+            limit = min(self.row_group_rows, self.file_rows - in_file)
+            take = min(limit, left)
+            if ends is not None:  # rows whose values fit the byte cap, at least one
+                fit = int(np.searchsorted(ends, ends[offset] + self.row_group_bytes, side="right")) - 1 - offset
+                take = min(take, max(1, fit))
+            if take == left < limit and not final:
+                break  # the next rows decide where this group ends
             if self._writer is None or self._rows_in_file >= self.file_rows:
                 self.close_file()
                 self._open()
-            take = min(group, self.file_rows - self._rows_in_file, pending.num_rows - offset)
             assert self._writer is not None
-            self._writer.write_table(pending.slice(offset, take), row_group_size=take)
+            group = pending.slice(offset, take).combine_chunks()  # one chunk: pages cut the same for any batching
+            self._writer.write_table(group, row_group_size=take)
             self._rows_in_file += take
-            offset += take
-        if offset < pending.num_rows:
+            offset, left = offset + take, left - take
+        if left:
             rest = pending.slice(offset)
             self._buffer, self._buffered, self._buffered_bytes = [rest], rest.num_rows, rest.nbytes
 

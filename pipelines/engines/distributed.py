@@ -12,9 +12,11 @@ manifests (see :mod:`pipelines.engines.tasks`):
    components, then the operator's clustering per partition of complete components (see
    :mod:`pipelines.engines.dedupe_cluster`); then anti-join the dropped row keys out of the samples and
    run the next fused maps;
-3. final writes: data sorted by ``sample_id`` and lineage by ``(sample_id, step)``, globally
-   (range partitions, sorted within), each task writing its range into the run's subfolder;
-   after a cluster step, the sketches of the samples that reached the output, sorted likewise.
+3. final writes: data sorted by ``sample_id`` and lineage by ``(sample_id, step)``, globally, in
+   the part files every engine cuts (:mod:`pipelines.engines.sorted_files`): rows numbered with
+   their file, shuffled by it so each task holds whole files, sorted within; each task writes its
+   files into the run's subfolder; after a cluster step, the sketches of the samples that reached
+   the output, sorted likewise.
 
 Staging lives on the output tier (``_staging/run-<id>``), which every executor can reach, and is
 removed when the job ends. A failed job also removes what it wrote into the run's subfolders;
@@ -46,6 +48,7 @@ from pipelines.engines.dedupe_cluster import (
     bucket_column,
     sketch_input_schema,
 )
+from pipelines.engines.sorted_files import SORT_KEYS_DATA, SORT_KEYS_LINEAGE, file_count
 from pipelines.engines.tasks import (
     Collected,
     FileItem,
@@ -64,9 +67,6 @@ from storage.errors import Invalid
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
-
-SORT_KEYS_DATA = ("sample_id",)
-SORT_KEYS_LINEAGE = ("sample_id", "step")
 
 
 class DistributedEngine(Engine):
@@ -123,9 +123,10 @@ class DistributedEngine(Engine):
 
     @abstractmethod
     def run_sorted(
-        self, tier: Tier, paths: list[str], schema: pa.Schema, keys: tuple[str, ...], partitions: int, task: WriteSorted
+        self, tier: Tier, paths: list[str], schema: pa.Schema, partitions: int, task: WriteSorted
     ) -> list[pa.Table]:
-        """Globally sort the files' rows by ``keys`` and call ``task`` on contiguous sorted ranges."""
+        """Number the files' rows with ``task.numbered`` (their part file), gather each file's rows in one
+        of ``partitions`` tasks, sort each task's rows by (file, ``task.keys``) and call ``task`` on them."""
 
     # -- the plan -------------------------------------------------------------------------------
     def execute(self, job: Job) -> JobResult:
@@ -264,19 +265,23 @@ class DistributedEngine(Engine):
         kept = TableTarget(tier, f"{staging}/signatures", "parts")
         task = WriteRows(self.config, kept, op.sketch_schema, "kept")
         parts = self._partitions(rows, self.config.group_partition_rows)
-        written = self.run_filtered(tier, sketch_files, staged(op.sketch_schema), samples, True, parts, task)
-        files = Collected.of(written).paths(kept)
-        return self._write_sorted(tier, files, rows, op.sketch_schema, SORT_KEYS_DATA, job.signatures)
+        written = Collected.of(
+            self.run_filtered(tier, sketch_files, staged(op.sketch_schema), samples, True, parts, task)
+        )
+        files, count = written.paths(kept), written.rows[kept.table_path]
+        return self._write_sorted(tier, files, count, op.sketch_schema, SORT_KEYS_DATA, job.signatures)
 
     def _write_sorted(
         self, tier: Tier, paths: list[str], rows: int, schema: pa.Schema, keys: tuple[str, ...], target: TableTarget
     ) -> list[str]:
-        """Sort by the lookup key so row-group statistics make point lookups cheap."""
-        if not paths:
+        """Sort by the lookup key so row-group statistics make point lookups cheap, into the part files
+        every engine cuts (:mod:`pipelines.engines.sorted_files`); ``rows``: the files' row count."""
+        files = file_count(rows, self.config.parquet_file_rows)
+        if not paths or files == 0:
             return []
-        task = WriteSorted(self.config, target, schema, keys)
-        parts = self._partitions(rows, self.config.parquet_file_rows)
-        return Collected.of(self.run_sorted(tier, paths, schema, keys, parts, task)).relative(target)
+        task = WriteSorted(self.config, target, schema, keys, files)
+        parts = min(files, self._partitions(rows, self.config.parquet_file_rows))
+        return Collected.of(self.run_sorted(tier, paths, schema, parts, task)).relative(target)
 
 
 def project_path() -> str:

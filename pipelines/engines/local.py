@@ -37,6 +37,7 @@ from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
 from pipelines.config import ExecutionConfig
 from pipelines.engines.base import DatasetInput, Engine, Job, JobResult, SourceInput, TableTarget
+from pipelines.engines.sorted_files import SORT_KEYS_DATA, SORT_KEYS_LINEAGE, SortedFiles, file_count, file_of
 from pipelines.faults import checkpoint
 from pipelines.integrity import INGESTED_SCHEMA, check_unique_ids
 from pipelines.parquet_out import PartWriter
@@ -62,25 +63,7 @@ from storage.tier import Tier, local_tier
 
 log = logging.getLogger(__name__)
 
-_HEX = np.full(256, -1, dtype=np.int64)
-_HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16)
-_HEX[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
-
-
-def _hex_prefix(ids: pa.Array, digits: int) -> np.ndarray:
-    """The value of each id's first ``digits`` hex characters, vectorised (ids are hex hashes)."""
-    if isinstance(ids, pa.ChunkedArray):
-        ids = ids.combine_chunks()
-    prefix = pc.utf8_slice_codeunits(ids, 0, digits).cast(pa.binary())
-    offsets = np.frombuffer(prefix.buffers()[1], np.int32)[prefix.offset : prefix.offset + len(prefix) + 1]
-    if np.any(np.diff(offsets) != digits):
-        raise ValueError("sample ids must be hex strings")
-    data = np.frombuffer(prefix.buffers()[2], np.uint8)[offsets[0] : offsets[-1]].reshape(-1, digits)
-    values = _HEX[data]
-    if (values < 0).any():
-        raise ValueError("sample ids must be hex strings")
-    return (values * (16 ** np.arange(digits - 1, -1, -1))).sum(axis=1)
-
+_MAX_BUCKETS = 4096  # buckets a final sort splits its input into at most (a small row group buffered each)
 
 # a partition's files by kind (pipelines.partitions): what one work item leaves after the first map steps
 SAMPLES, LINEAGE, QUARANTINE, INGESTED = "samples", "lineage", "quarantine", "ingested"
@@ -172,10 +155,10 @@ class LocalEngine(Engine):
 
         lineage_files = [p for d in done for p in d.paths(LINEAGE)]
         lineage_files += [staging.path("lineage", f) for f in lineage_w.close()]
-        data_files = self._write_sorted(con, staging, "sorted-data", samples, "sample_id", SAMPLE_SCHEMA, job.data)
+        data_files = self._write_sorted(con, staging, "sorted-data", samples, SORT_KEYS_DATA, SAMPLE_SCHEMA, job.data)
         checkpoint("local.data_written")
         lineage_out = self._write_sorted(
-            con, staging, "sorted-lineage", lineage_files, "sample_id, step", LINEAGE_SCHEMA, job.lineage
+            con, staging, "sorted-lineage", lineage_files, SORT_KEYS_LINEAGE, LINEAGE_SCHEMA, job.lineage
         )
         signature_files = self._write_signatures(job, staging, con, sketches, samples)
         return JobResult(data_files, lineage_out, quarantine_files, signature_files, dict(stats), len(done), reused)
@@ -438,7 +421,7 @@ class LocalEngine(Engine):
                 kept = batch.filter(pc.is_in(batch.column(ROW_KEY), value_set=output_rows))
                 kept_w.write(conform(kept, schema))
         kept = [staging.path("signatures-kept", f) for f in kept_w.close()]
-        return self._write_sorted(con, staging, "sorted-signatures", kept, "sample_id", schema, job.signatures)
+        return self._write_sorted(con, staging, "sorted-signatures", kept, SORT_KEYS_DATA, schema, job.signatures)
 
     def _anti_join(
         self, con: duckdb.DuckDBPyConnection, samples: list[str], dropped: list[str]
@@ -453,32 +436,29 @@ class LocalEngine(Engine):
         for batch in reader:
             yield conform(batch, STAGED_SCHEMA)
 
-    def _bucketize(self, staging: Tier, name: str, files: list[str], schema: pa.Schema, digits: int) -> list[list[str]]:
-        """Split files into 16**digits buckets by the first hex digits of sample_id, streaming.
+    def _bucketize(self, staging: Tier, name: str, files: list[str], schema: pa.Schema, count: int) -> list[list[str]]:
+        """Split files into ``count`` buckets by :func:`file_of` their sample ids, streaming; the
+        buckets' files in bucket order (a bucket with no rows has none).
 
         Each bucket writer buffers only a small row group, so memory stays flat for any size.
         """
-        count = 16**digits
         group_rows = max(512, 65536 // count)
         writers = [
             PartWriter(
-                staging,
-                name,
-                f"b{k:0{digits}x}",
-                schema,
-                file_rows=self.config.parquet_file_rows,
-                row_group_rows=group_rows,
+                staging, name, f"b{k:05d}", schema, file_rows=self.config.parquet_file_rows, row_group_rows=group_rows
             )
             for k in range(count)
         ]
         for file in files:
             for batch in pq.ParquetFile(file).iter_batches(batch_size=self.config.batch_rows):
                 batch = conform(batch, schema)
-                keys = _hex_prefix(batch.column("sample_id"), digits)
-                for k in np.unique(keys):
-                    writers[k].write(batch.filter(pa.array(keys == k)))
-        buckets = [[staging.path(name, f) for f in w.close()] for w in writers]
-        return [b for b in buckets if b]
+                keys = file_of(batch.column("sample_id"), count)
+                order = np.argsort(keys, kind="stable")
+                ordered, keys = batch.take(pa.array(order)), keys[order]
+                bounds = np.searchsorted(keys, np.arange(count + 1))
+                for k in np.flatnonzero(np.diff(bounds)):
+                    writers[k].write(ordered.slice(bounds[k], bounds[k + 1] - bounds[k]))
+        return [[staging.path(name, f) for f in w.close()] for w in writers]
 
     def _write_sorted(
         self,
@@ -486,30 +466,33 @@ class LocalEngine(Engine):
         staging: Tier,
         name: str,
         files: list[str],
-        order: str,
+        keys: tuple[str, ...],
         schema: pa.Schema,
         target: TableTarget,
     ) -> list[str]:
-        """Write ``files`` sorted by ``sample_id`` (then ``order``) so row-group stats prune lookups.
+        """Write ``files`` sorted by ``keys`` so row-group stats prune lookups, cut into part files
+        as every engine cuts them (:mod:`pipelines.engines.sorted_files`).
 
-        sample ids are uniform hex hashes, so splitting by their first hex digits gives buckets of
-        similar size whose concatenation in bucket order is globally sorted. Only one bucket is
-        sorted at a time, which bounds memory for any input size.
+        Only one bucket is sorted at a time, which bounds memory for any input size: a file's rows
+        are split further into ``per_file`` finer buckets of about ``sort_bucket_bytes`` when they
+        are larger (the cut nests, so the files are the same).
         """
-        writer = self._target_writer(target, schema)
-        if not files:
-            return writer.close()
-        columns = ", ".join(f'"{f.name}"' for f in schema)
+        out = SortedFiles(self.config, target, schema, keys)
+        count = file_count(sum(pq.ParquetFile(f).metadata.num_rows for f in files), self.config.parquet_file_rows)
+        if count == 0:
+            return out.close()
         size = sum(Path(f).stat().st_size for f in files)
-        digits = 0
-        while size / 16**digits > self.config.sort_bucket_bytes and digits < 3:
-            digits += 1
-        buckets = [files] if digits == 0 else self._bucketize(staging, name, files, schema, digits)
-        for bucket in buckets:
+        per_file = max(1, min(math.ceil(size / count / self.config.sort_bucket_bytes), _MAX_BUCKETS // count))
+        buckets = [files] if count * per_file == 1 else self._bucketize(staging, name, files, schema, count * per_file)
+        columns = ", ".join(f'"{f.name}"' for f in schema)
+        order = ", ".join(f'"{k}"' for k in keys)
+        for number, bucket in enumerate(buckets):
+            if not bucket:
+                continue
             sql = f"SELECT {columns} FROM read_parquet(?) ORDER BY {order}"
             for batch in con.sql(sql, params=[bucket]).to_arrow_reader(self.config.batch_rows):
-                writer.write(conform(batch, schema))
-        return writer.close()
+                out.write(batch, number // per_file)
+        return out.close()
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

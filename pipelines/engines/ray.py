@@ -2,7 +2,7 @@
 
 Ingest (convert + the first map steps), sketches and the map steps after each group or cluster
 step run through ``map_batches(batch_format="pyarrow")``. Shuffles (group steps, the anti-join
-that removes dropped samples by row key, range-partitioned sorted writes, the cluster step) are Ray tasks
+that removes dropped samples by row key, the sorted writes by part file, the cluster step) are Ray tasks
 exchanging Arrow tables through the object store (:mod:`pipelines.engines.ray_shuffle`), and
 connected components run as Ray tasks too (:mod:`pipelines.engines.ray_connected_components`).
 """
@@ -32,7 +32,8 @@ from pipelines.engines.dedupe_cluster import (
 )
 from pipelines.engines.distributed import DistributedEngine, project_path
 from pipelines.engines.ray_connected_components import connected_components as components_on_ray
-from pipelines.engines.ray_shuffle import FileInput, boundaries, shuffle
+from pipelines.engines.ray_shuffle import FileInput, shuffle
+from pipelines.engines.sorted_files import FILE
 from pipelines.engines.tasks import MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
 from pipelines.stages import ROW_KEY, ROW_KEYS_SCHEMA
 from storage.tier import Tier
@@ -107,14 +108,14 @@ class _Filter:
 
 @dataclass(frozen=True)
 class _SortWrite:
-    """One key range: sort it and write it (files are named after their first key)."""
+    """Whole part files of a sorted table: sort by (file, keys) and write them."""
 
     task: WriteSorted
 
     def __call__(self, table: pa.Table | None) -> pa.Table:
         if table is None or table.num_rows == 0:
             return MANIFEST_SCHEMA.empty_table()
-        return self.task(table.sort_by([(k, "ascending") for k in self.task.keys]))
+        return self.task(table.sort_by([(k, "ascending") for k in (FILE, *self.task.keys)]))
 
 
 @dataclass(frozen=True)
@@ -210,11 +211,12 @@ class RayEngine(DistributedEngine):
         return self._manifests(ray.data.from_arrow_refs(kept).map_batches(task, batch_format="pyarrow"))
 
     def run_sorted(
-        self, tier: Tier, paths: list[str], schema: pa.Schema, keys: tuple[str, ...], partitions: int, task: WriteSorted
+        self, tier: Tier, paths: list[str], schema: pa.Schema, partitions: int, task: WriteSorted
     ) -> list[pa.Table]:
+        # partition p holds the files [ceil(p * files / partitions), ceil((p + 1) * files / partitions))
+        ranges = pa.array([-(-p * task.files // partitions) for p in range(1, partitions)], pa.int64())
         inputs = self._inputs(tier, paths, schema)
-        ranges = boundaries(inputs, keys[0], partitions)
-        return ray.get(shuffle([(inputs, None)], keys[0], partitions, _SortWrite(task), ranges))
+        return ray.get(shuffle([(inputs, task.numbered)], FILE, partitions, _SortWrite(task), ranges))
 
     def run_cluster(
         self,

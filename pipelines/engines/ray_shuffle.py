@@ -4,8 +4,8 @@ Ray Data's ``groupby``/``sort``/``union`` cost several seconds per call here eve
 (they start their own operators and wait on them), which dominated every run. A shuffle is
 simple as tasks: every *scatter* task reads one input (a staged file or a block reference) and
 returns one piece per partition (``num_returns``); every *reduce* task receives its piece from
-each scatter task. The driver holds only references and, for range partitioning, a small sample
-of keys per input.
+each scatter task. The driver holds only references (range boundaries, where used, are the
+caller's).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from pipelines.engines import connected_components as components
 from storage.tier import Tier
 
 Transform = Callable[[pa.Table], pa.Table]
-SAMPLE_KEYS = 64  # keys sampled per input to choose range boundaries
 
 
 @dataclass(frozen=True)
@@ -80,14 +79,6 @@ def _scatter(
 
 
 @ray.remote
-def _sample(item: FileInput | pa.Table, key: str) -> pa.Array:
-    column = _load(item).column(key).combine_chunks()
-    if len(column) <= SAMPLE_KEYS:
-        return column
-    return column.take(pa.array(np.linspace(0, len(column) - 1, SAMPLE_KEYS).astype(np.int64)))
-
-
-@ray.remote
 def _reduce(fn: Callable[..., object], counts: tuple[int, ...], *pieces: pa.Table) -> object:
     """Concatenate each side's pieces for this partition and call ``fn(side0, side1, ...)``."""
     tables, start = [], 0
@@ -100,14 +91,6 @@ def _reduce(fn: Callable[..., object], counts: tuple[int, ...], *pieces: pa.Tabl
 
 def _refs(result: ObjectRef | list[ObjectRef]) -> list[ObjectRef]:
     return result if isinstance(result, list) else [result]
-
-
-def boundaries(inputs: Sequence[Input], key: str, partitions: int) -> pa.Array:
-    """Range boundaries from a small key sample of every input (what the driver ever sees)."""
-    sample = pa.concat_arrays([s for s in ray.get([_sample.remote(i, key) for i in inputs]) if len(s)])
-    ordered = sample.take(pc.sort_indices(sample))
-    cuts = [ordered[int(len(ordered) * p / partitions)] for p in range(1, partitions)] if len(ordered) else []
-    return pa.array([c.as_py() for c in cuts], ordered.type) if cuts else pa.array([], ordered.type)
 
 
 def shuffle(

@@ -3,7 +3,7 @@
 Rows move between stages as staged Parquet files read back by tasks (through the tier, so S3,
 HDFS and POSIX work alike without Hadoop connectors); Spark does the shuffles: ``repartition``
 by key for group steps, a ``left_anti`` join on the row key to remove dropped samples, and
-``repartitionByRange`` + ``sortWithinPartitions`` for the sorted final writes.
+``repartitionByRange`` by part file + ``sortWithinPartitions`` for the sorted final writes.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pipelines.engines.dedupe_cluster import (
     with_node_key,
 )
 from pipelines.engines.distributed import DistributedEngine, project_path
+from pipelines.engines.sorted_files import FILE
 from pipelines.engines.tasks import MANIFEST_SCHEMA, Group, Ingest, ReadFiles, WriteSorted
 from pipelines.stages import ROW_KEY, ROW_KEYS_SCHEMA
 from storage.tier import Tier
@@ -251,7 +252,10 @@ class SparkEngine(DistributedEngine):
         return self._manifests(grouped.mapInArrow(_per_partition(task), _MANIFEST))
 
     def run_sorted(
-        self, tier: Tier, paths: list[str], schema: pa.Schema, keys: tuple[str, ...], partitions: int, task: WriteSorted
+        self, tier: Tier, paths: list[str], schema: pa.Schema, partitions: int, task: WriteSorted
     ) -> list[pa.Table]:
-        rows = self._files(tier, paths, schema).repartitionByRange(partitions, *keys).sortWithinPartitions(*keys)
+        numbered = self._files(tier, paths, schema).mapInArrow(
+            _per_batch(task.numbered), from_arrow_schema(task.numbered_schema)
+        )
+        rows = numbered.repartitionByRange(partitions, FILE).sortWithinPartitions(FILE, *task.keys)
         return self._manifests(rows.mapInArrow(_per_partition(task), _MANIFEST))

@@ -27,6 +27,7 @@ from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
 from pipelines.arrow_util import conform
 from pipelines.config import ExecutionConfig
 from pipelines.engines.base import DatasetInput, TableTarget
+from pipelines.engines.sorted_files import FILE_FIELD, Numbered, SortedFiles
 from pipelines.integrity import INGESTED_SCHEMA
 from pipelines.parquet_out import PartWriter
 from pipelines.stages import (
@@ -254,33 +255,32 @@ class Maps:
 
 @dataclass(frozen=True)
 class WriteSorted:
-    """Write one sorted key range of a globally sorted table.
-
-    Files are named after the range's first key, so their lexical order is the sort order and the
-    names do not depend on task numbering.
-    """
+    """Write whole part files of a sorted table: rows numbered with their file (:class:`Numbered`),
+    in (file, keys) order, one file per number, as every engine cuts them
+    (:mod:`pipelines.engines.sorted_files`)."""
 
     config: ExecutionConfig
     target: TableTarget
     schema: pa.Schema
     keys: tuple[str, ...]
+    files: int  # the table's file count
 
-    def label(self, batch: pa.RecordBatch) -> str:
-        parts = []
-        for key in self.keys:
-            value = batch.column(key)[0].as_py()
-            parts.append(f"{value:010d}" if isinstance(value, int) else str(value))
-        return "part-" + "-".join(parts)
+    @property
+    def numbered(self) -> Numbered:
+        return Numbered(self.files)
+
+    @property
+    def numbered_schema(self) -> pa.Schema:
+        return self.schema.append(FILE_FIELD)
 
     def __call__(self, batches: pa.Table | Iterable[pa.RecordBatch]) -> pa.Table:
-        out: Manifest | None = None
+        out = SortedFiles(self.config, self.target, self.schema, self.keys)
         for batch in _batches(batches):
-            if batch.num_rows == 0:
-                continue
-            if out is None:
-                out = Manifest(self.config, self.label(batch))
-            out.write(self.target, self.schema, conform(batch, self.schema))
-        return out.close() if out is not None else MANIFEST_SCHEMA.empty_table()
+            out.write_numbered(batch)
+        rows = [{"kind": "file", "table": self.target.table_path, "name": f, "value": 0} for f in out.close()]
+        if out.rows:
+            rows.append({"kind": "rows", "table": self.target.table_path, "name": "", "value": out.rows})
+        return pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA)
 
 
 @dataclass

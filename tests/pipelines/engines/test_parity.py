@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,6 +21,7 @@ from storage.delta import version_dataset
 from storage.tier import get_tier
 from tests.support import engine_corpus
 from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
+from tests.support.part_files import part_files
 
 ENGINES = ("local", "spark", "ray")
 
@@ -35,7 +37,7 @@ def _spec(raw: Path, output: str, operators: list[dict]) -> PipelineSpec:
     )
 
 
-def _tables(catalog: Catalog, settings: Settings, outcome: RunOutcome) -> dict[str, pa.Table]:
+def _tables(catalog: Catalog, settings: Settings, outcome: RunOutcome) -> dict[str, Any]:
     with catalog.session() as s:
         dv = s.scalars(select(DatasetVersion).where(DatasetVersion.run_id == outcome.run_id)).one()
         tier = get_tier(dv.tier, settings)
@@ -47,9 +49,16 @@ def _tables(catalog: Catalog, settings: Settings, outcome: RunOutcome) -> dict[s
             "lineage": version_dataset(tier, dv.lineage_path, dv.lineage_delta_version).to_table(),
             "quarantine": version_dataset(tier, dv.quarantine_path, dv.quarantine_delta_version).to_table(),
             "signatures": None,
+            # the cut into files depends on the content alone: data and signature files are the same bytes,
+            # lineage files hold the same rows (their bytes differ by the run id)
+            "parts": {
+                "data": part_files(tier, dv.data_path, dv.data_delta_version),
+                "lineage": part_files(tier, dv.lineage_path, dv.lineage_delta_version, checksums=False),
+            },
         }
         if dv.signatures_path is not None:
             out["signatures"] = version_dataset(tier, dv.signatures_path, dv.signatures_delta_version).to_table()
+            out["parts"]["signatures"] = part_files(tier, dv.signatures_path, dv.signatures_delta_version)
         return out
 
 
@@ -66,7 +75,7 @@ def content_hash(table: pa.Table, keys: list[str]) -> str:
 
 def _run_everywhere(
     raw: Path, settings: Settings, catalog: Catalog, operators: list[dict], name: str
-) -> tuple[dict[str, RunOutcome], dict[str, dict[str, pa.Table]]]:
+) -> tuple[dict[str, RunOutcome], dict[str, dict[str, Any]]]:
     # small partitions and files, so shuffles, range partitions and file roll-over really happen
     settings.group_partition_rows, settings.parquet_file_rows, settings.parquet_row_group_rows = 40, 50, 20
     runner = Runner(settings, catalog)
@@ -74,13 +83,14 @@ def _run_everywhere(
     return outcomes, {e: _tables(catalog, settings, o) for e, o in outcomes.items()}
 
 
-def _assert_same_release(outcomes: dict[str, RunOutcome], tables: dict[str, dict[str, pa.Table]]) -> None:
+def _assert_same_release(outcomes: dict[str, RunOutcome], tables: dict[str, dict[str, Any]]) -> None:
     local = outcomes["local"]
     for engine in ("spark", "ray"):
         assert outcomes[engine].counts == local.counts, engine
         assert outcomes[engine].row_count == local.row_count, engine
         got, want = tables[engine], tables["local"]
-        assert len(got["data_files"]) > 1, f"{engine}: expected several range-partitioned files"
+        assert len(got["data_files"]) > 1, f"{engine}: expected several part files"
+        assert got["parts"] == want["parts"], f"{engine}: part files differ from the in-process engine's"
         ids = got["data_in_file_order"].column("sample_id").to_pylist()
         assert ids == sorted(ids), f"{engine}: data files in name order are globally sorted by sample_id"
         assert set(ids) == set(want["data"].column("sample_id").to_pylist()), engine
