@@ -6,13 +6,13 @@ Protocol (README, "The commit protocol"):
    ``pipelines.sources.plan_source``, dataset versions and the published releases a cluster step
    dedupes against come from the catalog (:mod:`lineage.catalog.queries`);
 2. insert the run row with status ``running``, or, when an interrupted run of the same pipeline,
-   inputs and code can be resumed (:mod:`lineage.resume`), claim that run row back and keep its id:
-   the local engine then reuses the partitions it recorded (:mod:`pipelines.partitions`);
+   inputs, code and engine can be resumed (:mod:`lineage.resume`), claim that run row back and keep
+   its id: the engine then reuses the partitions it recorded (:mod:`pipelines.partitions`);
 3. ``pipelines.execute.execute`` runs the engine, checks its output and commits the Delta tables,
    which nobody reads yet;
 4. **one catalog transaction** records the dataset version pinning those Delta versions and marks
-   the run ``succeeded``: the run's only commit point. Its staging folder (the recorded
-   partitions) is deleted right after;
+   the run ``succeeded``: the run's only commit point. Its local staging folder (the recorded
+   partitions) is deleted right after (a Spark or Ray job deletes its tier staging when it returns);
 5. emit the run's dataset-level lineage (OpenLineage), which never fails the run.
 
 Any error from step 3 on marks the run ``failed`` and is raised again.
@@ -145,10 +145,10 @@ class Runner:
     def _resume(self, spec: PipelineSpec, wanted: dict[str, Any], stage: StageOf | None) -> str | None:
         """The id of the interrupted run this one resumes (:mod:`lineage.resume`), claimed (as a stage of this
         pipeline run, when it is one); None: a new run."""
-        staging_dir = Path(self.settings.staging_dir)
+        staged = staging.staged(self.settings)
         for _ in range(3):  # another rerun may claim the same run first: look again
             with self.catalog.session() as s:
-                run = resume.find_resumable(s, spec.output.dataset, wanted, staging_dir)
+                run = resume.find_resumable(s, spec.output.dataset, wanted, staged)
                 if run is None:
                     return None
                 s.expunge(run)
