@@ -11,8 +11,8 @@ Protocol (README, "The commit protocol"):
 3. ``pipelines.execute.execute`` runs the engine, checks its output and commits the Delta tables,
    which nobody reads yet;
 4. **one catalog transaction** records the dataset version pinning those Delta versions and marks
-   the run ``succeeded``: the run's only commit point. Its local staging folder (the recorded
-   partitions) is deleted right after (a Spark or Ray job deletes its tier staging when it returns);
+   the run ``succeeded``: the run's only commit point. Its staging folder (the recorded partitions:
+   local, or on the output tier for Spark and Ray) is deleted right after;
 5. emit the run's dataset-level lineage (OpenLineage), which never fails the run.
 
 Any error from step 3 on marks the run ``failed`` and is raised again.
@@ -49,7 +49,7 @@ from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.sources import plan_source
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
-from storage.layout import check_name, run_prefix
+from storage.layout import check_name, run_prefix, staging_prefix
 from storage.tier import get_tier
 
 log = logging.getLogger(__name__)
@@ -285,7 +285,13 @@ class Runner:
                     "reused": _ranges(reused),
                 }
             run.status, run.ended_at, run.counts = "succeeded", utcnow(), counts
+            engine = run.engine
         staging.remove_run(Path(self.settings.staging_dir), run_id)  # committed: its partitions are garbage now
+        if engine != "local":  # a Spark or Ray run's partitions are on the output tier
+            try:
+                staging.remove_tier(tier, staging_prefix(run_id))
+            except OSError as exc:  # committed all the same; gc removes it later (the run is not resumable)
+                log.warning("run %s: could not remove its staging: %s", run_id, exc)
         log.info("run %s committed %s v%d (%d samples)", run_id, spec.output.dataset, number, executed.row_count)
         emit_after_commit(self.catalog, self.settings, run_id)  # dataset-level lineage; never fails the run
         return RunOutcome(run_id, spec.output.dataset, number, executed.row_count, counts)

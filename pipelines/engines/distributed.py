@@ -22,11 +22,12 @@ manifests (see :mod:`pipelines.engines.tasks`):
    after a cluster step, the sketches of the samples that reached the output, sorted likewise.
 
 Staging lives on the output tier (``_staging/run-<id>``, :func:`storage.layout.staging_prefix`),
-which every executor can reach. A job that returns removes it; a failed job removes its scratch
-but keeps the recorded partitions (``lineage gc`` removes them once the run cannot resume,
-:mod:`lineage.resume`), and removes what it wrote into the run's subfolders; nothing is committed
-by an engine either way. Crash points: ``partition.<i>.staged`` and ``partition.<i>.recorded`` (in
-the task), ``<engine>.partitions_done`` and ``<engine>.data_written`` (on the driver).
+which every executor can reach. A job removes its scratch when it ends but keeps the recorded
+partitions, as the local engine does: the runner deletes them when the run commits, ``lineage gc``
+once the run cannot resume (:mod:`lineage.resume`). A failed job also removes what it wrote into
+the run's subfolders; nothing is committed by an engine either way. Crash points:
+``partition.<i>.staged`` and ``partition.<i>.recorded`` (in the task), ``<engine>.partitions_done``
+and ``<engine>.data_written`` (on the driver).
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ class DistributedEngine(Engine):
                     _remove(target.tier, f"{target.table_path}/{target.prefix}")
             _clear_scratch(tier, staging)  # the partitions stay, so a failed or killed run resumes
             raise
-        _remove(tier, staging)  # the job's output holds everything: a rerun from here starts over
+        _clear_scratch(tier, staging)  # the partitions stay until the run commits (lineage.runs deletes them)
         return result
 
     def _partitions(self, rows: int, per_partition: int) -> int:

@@ -1,7 +1,8 @@
 """Spark and Ray runs resume inside ingest: a run of a multi-file input SIGKILLed in a task part-way through
-(after partition 1's record) is taken back by ``lineage run`` again, keeping its id; it redoes only the items
-without a trusted record (a torn one is redone) and commits the bytes an uninterrupted run on the same
-engine commits (data files, Delta contents, lineage rows, release digest). gc keeps its staging meanwhile."""
+(after partition 1's record), or after the engine returned, is taken back by ``lineage run`` again, keeping
+its id; it redoes only the items without a trusted record (a torn one is redone) and commits the bytes an
+uninterrupted run on the same engine commits (data files, Delta contents, lineage rows, release digest).
+gc keeps its staging meanwhile."""
 
 from __future__ import annotations
 
@@ -73,22 +74,32 @@ def _digest(catalog: Catalog, settings: Settings, version: int) -> str:
 
 
 @pytest.mark.usefixtures("spark", "ray_runtime")
-@pytest.mark.parametrize("engine", ["spark", "ray"])
+@pytest.mark.parametrize(
+    ("engine", "point"),
+    [
+        ("spark", "partition.1.recorded"),  # in a task: partition 1 recorded (and 0 before it, on one core)
+        ("ray", "partition.1.recorded"),
+        ("spark", "after_engine"),  # the output files written, nothing committed: every partition recorded
+    ],
+)
 def test_a_spark_or_ray_run_killed_in_ingest_resumes_byte_identical(
-    engine: str, home: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    engine: str, point: str, home: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings, catalog, pipeline = _world(home, tmp_path, engine)
     try:
         full = Runner(settings, catalog).run(PipelineSpec.load(pipeline))  # uninterrupted: clean v1
         expected, expected_digest = version_output(settings, catalog, 1), _digest(catalog, settings, 1)
 
-        lineage_killed_at(home, "partition.1.recorded", "run", str(pipeline))
+        lineage_killed_at(home, point, "run", str(pipeline))
         with catalog.session() as s:
             killed = s.scalars(select(Run.id).where(Run.id != full.run_id)).one()
         tier = get_tier(None, settings)
         records = Path(tier.path(staging_prefix(killed), FOLDER))
         recorded = sorted(int(p.stem) for p in records.glob("*.json"))
-        assert 1 in recorded and len(recorded) < FILES, recorded
+        if point == "after_engine":
+            assert recorded == list(range(FILES)), recorded
+        else:
+            assert 1 in recorded and len(recorded) < FILES, recorded
         torn = next(i for i in recorded if i != 1) if len(recorded) > 1 else None
         if torn is not None:  # a torn record is not trusted: that partition is redone
             record = records / f"{torn}.json"
