@@ -237,6 +237,12 @@ class TierPartitions:
                     return None
         return self._partition(index, key, body)
 
+    def recorded(self) -> set[int]:
+        """The indices that have a record (trusted or not): one listing, so a fresh run asks for nothing more."""
+        selector = pafs.FileSelector(self.tier.path(self.root), recursive=False, allow_not_found=True)
+        names = (info.base_name for info in self.tier.filesystem.get_file_info(selector))
+        return {int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()}
+
     def written(self, index: int, key: str) -> Partition:
         """Partition ``index`` as this attempt's task just recorded it (not verified again)."""
         body = self._body(index, key)

@@ -255,7 +255,8 @@ class DistributedEngine(Engine):
             files = [f["path"] for f in version_files(ds.tier, ds.table_path, ds.delta_version)]
             items += [FileItem(ds, f) for f in files]
             keys += [dataset_key(ds.position, ds.table_path, ds.delta_version, f) for f in files]
-        found = {i: parts.reuse(i, key) for i, key in enumerate(keys)}
+        recorded = parts.recorded()
+        found = {i: parts.reuse(i, key) if i in recorded else None for i, key in enumerate(keys)}
         todo = tuple(i for i, part in found.items() if part is None)
         if todo:
             task = Ingest(

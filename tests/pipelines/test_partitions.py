@@ -116,7 +116,8 @@ def test_a_tier_partition_is_reused_with_its_attempt_folder(tier: Tier) -> None:
     got = parts.reuse(0, KEY)
     assert got is not None and got.counters == {"rows.samples": 3}
     assert got.paths("samples") == [f"{folder}/samples/parts/a.parquet"] and got.paths("quarantine") == []
-    assert parts.written(0, KEY) == got
+    assert parts.written(0, KEY) == got and parts.recorded() == {0}
+    assert TierPartitions(tier, "_staging/run-y").recorded() == set(), "no staging yet: nothing recorded"
     other = parts.attempt(0)
     _put(tier, f"{other}/samples/parts/a.parquet", b"half")  # a second attempt killed before its record
     assert other != folder and parts.reuse(0, KEY) == got, "files no record names change nothing"
