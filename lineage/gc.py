@@ -3,9 +3,11 @@
 Safety rule: a file referenced by any Delta version that the catalog pins (every dataset
 version, so every release) is never deleted, and nothing in ``_delta_log`` is ever deleted.
 
-The local staging folder of a run that can still be resumed (:mod:`lineage.resume`: interrupted, on
-the local engine, not superseded by a newer success of its output) is kept until the run has been
-over for the grace period; then it is deleted and the run can no longer resume.
+The staging folder of a run that can still be resumed (:mod:`lineage.resume`: interrupted, not
+superseded by a newer success of its output; the local folder of a local run, ``_staging/run-<id>``
+on the output tier of a Spark or Ray run) is kept until the run has been over for the grace period;
+then it is deleted and the run can no longer resume. Any other run's tier staging is deleted unless
+the run is still running.
 
 Delta's own ``VACUUM`` and log cleanup cannot know what the catalog pins, so every table carries a
 retention they never reach (:mod:`storage.delta`). gc gives that retention back to any table that
@@ -76,7 +78,7 @@ def collect_garbage(
     report = GcReport(abandoned_runs=[] if dry_run else mark_abandoned_runs(catalog, grace))
     with catalog.session() as s:
         running = set(s.scalars(select(Run.id).where(Run.status == "running")))
-        resumable = keep_staging(s, Path(settings.staging_dir), grace)
+        resumable = keep_staging(s, staging.staged(settings), grace)
         versions = list(s.scalars(select(DatasetVersion)))
         tables: dict[tuple[str, str], set[str]] = {}
         for dv in versions:
@@ -118,6 +120,17 @@ def collect_garbage(
         report.deleted_files.append(f"staging:{leftover.path.name}")
         if not dry_run:
             staging.remove(leftover)
+    for config in settings.tiers:  # Spark and Ray runs' staging
+        tier = get_tier(config.name, settings)
+        try:
+            folders = staging.tier_leftovers(tier, running | resumable)
+        except OSError as exc:  # best effort, as for the tables
+            log.warning("gc: cannot list the staging of tier %s: %s", config.name, exc)
+            continue
+        for folder in folders:
+            report.deleted_files.append(f"{config.name}:{folder}")
+            if not dry_run:
+                staging.remove_tier(tier, folder)
     log.info(
         "gc: %d files deleted, %d kept, retention set on %d tables",
         len(report.deleted_files),

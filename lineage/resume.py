@@ -4,12 +4,15 @@ A run is *interrupted* when it never reached its commit point: its status is ``f
 ``running`` while its process is gone (same host, no such pid). An interrupted run stays
 *resumable* while
 
-* it ran on the local engine (Spark and Ray runs start over: their scratch is not recorded);
 * no run of the same output dataset has succeeded since it started (that output moved on);
-* its staging folder (``Settings.staging_dir/<run id>``, holding its partition records,
-  :mod:`pipelines.partitions`) is still there. ``lineage gc`` keeps it for a resumable run until
-  the run has been over for gc's grace period, then deletes it; a takedown purge deletes it at
-  once (it may hold the bytes of taken-down records).
+* its staging folder, holding its partition records (:mod:`pipelines.partitions`), is still there
+  (:func:`lineage.staging.staged`: ``Settings.staging_dir/<run id>`` for the local engine,
+  ``_staging/run-<id>/partitions`` on the output tier for Spark and Ray). ``lineage gc`` keeps it
+  for a resumable run until the run has been over for gc's grace period, then deletes it; a
+  takedown purge deletes it at once (it may hold the bytes of taken-down records).
+
+Every engine resumes: the identity includes the engine, so a run is resumed on the engine it
+started on, whose output it then equals byte for byte.
 
 ``lineage run FILE`` resumes the latest resumable run whose identity (:func:`same_run`) equals its
 own, keeping that run's id, so every lineage row it writes is the one an uninterrupted run writes.
@@ -21,8 +24,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, update
@@ -33,7 +36,7 @@ from lineage.catalog.models import utcnow
 
 log = logging.getLogger(__name__)
 
-RESUMING_ENGINES = frozenset({"local"})
+Staged = Callable[[Run], bool]  # whether a run's staging folder is still there (lineage.staging.staged)
 
 
 def process_alive(run: Run | PipelineRun) -> bool:
@@ -76,29 +79,16 @@ def _superseded(s: Session, run: Run) -> bool:
     return s.scalars(newer.limit(1)).first() is not None
 
 
-def resumable(s: Session, run: Run, staging_dir: Path) -> bool:
+def resumable(s: Session, run: Run, staged: Staged) -> bool:
     """Whether ``run`` can be resumed now (the rules in the module docstring)."""
-    return (
-        run.engine in RESUMING_ENGINES
-        and _interrupted(run)
-        and not _superseded(s, run)
-        and (staging_dir / run.id).is_dir()
-    )
+    return _interrupted(run) and not _superseded(s, run) and staged(run)
 
 
-def find_resumable(s: Session, output_dataset: str, wanted: dict[str, Any], staging_dir: Path) -> Run | None:
+def find_resumable(s: Session, output_dataset: str, wanted: dict[str, Any], staged: Staged) -> Run | None:
     """The latest resumable run of ``output_dataset`` that is the same run as ``wanted``."""
     candidates = select(Run).where(Run.output_dataset == output_dataset, Run.status.in_(("failed", "running")))
     for run in s.scalars(candidates.order_by(Run.started_at.desc())):
-        if not same_run(run, wanted):
-            continue
-        if run.engine not in RESUMING_ENGINES:
-            if _interrupted(run):
-                log.warning(
-                    "run %s was interrupted on %s, which does not resume runs: starting over", run.id, run.engine
-                )
-            return None
-        if resumable(s, run, staging_dir):
+        if same_run(run, wanted) and resumable(s, run, staged):
             return run
     return None
 
@@ -128,12 +118,12 @@ def claim(catalog: Catalog, run: Run, *, pipeline_run_id: str | None = None) -> 
         return done.rowcount == 1  # type: ignore[attr-defined]
 
 
-def keep_staging(s: Session, staging_dir: Path, grace: timedelta) -> set[str]:
+def keep_staging(s: Session, staged: Staged, grace: timedelta) -> set[str]:
     """Ids of the runs whose staging folders gc keeps: resumable runs not over for ``grace`` yet."""
     kept = set()
     now = utcnow()
     for run in s.scalars(select(Run).where(Run.status.in_(("failed", "running")))):
         ended = _aware(run.ended_at or run.started_at)
-        if now - ended <= grace and resumable(s, run, staging_dir):
+        if now - ended <= grace and resumable(s, run, staged):
             kept.add(run.id)
     return kept

@@ -6,13 +6,13 @@ Protocol (README, "The commit protocol"):
    ``pipelines.sources.plan_source``, dataset versions and the published releases a cluster step
    dedupes against come from the catalog (:mod:`lineage.catalog.queries`);
 2. insert the run row with status ``running``, or, when an interrupted run of the same pipeline,
-   inputs and code can be resumed (:mod:`lineage.resume`), claim that run row back and keep its id:
-   the local engine then reuses the partitions it recorded (:mod:`pipelines.partitions`);
+   inputs, code and engine can be resumed (:mod:`lineage.resume`), claim that run row back and keep
+   its id: the engine then reuses the partitions it recorded (:mod:`pipelines.partitions`);
 3. ``pipelines.execute.execute`` runs the engine, checks its output and commits the Delta tables,
    which nobody reads yet;
 4. **one catalog transaction** records the dataset version pinning those Delta versions and marks
-   the run ``succeeded``: the run's only commit point. Its staging folder (the recorded
-   partitions) is deleted right after;
+   the run ``succeeded``: the run's only commit point. Its staging folder (the recorded partitions:
+   local, or on the output tier for Spark and Ray) is deleted right after;
 5. emit the run's dataset-level lineage (OpenLineage), which never fails the run.
 
 Any error from step 3 on marks the run ``failed`` and is raised again.
@@ -49,7 +49,7 @@ from pipelines.engines.base import ProgressFn, _no_progress
 from pipelines.sources import plan_source
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
-from storage.layout import check_name, run_prefix
+from storage.layout import check_name, run_prefix, staging_prefix
 from storage.tier import get_tier
 
 log = logging.getLogger(__name__)
@@ -149,10 +149,10 @@ class Runner:
     def _resume(self, spec: PipelineSpec, wanted: dict[str, Any], stage: StageOf | None) -> str | None:
         """The id of the interrupted run this one resumes (:mod:`lineage.resume`), claimed (as a stage of this
         pipeline run, when it is one); None: a new run."""
-        staging_dir = Path(self.settings.staging_dir)
+        staged = staging.staged(self.settings)
         for _ in range(3):  # another rerun may claim the same run first: look again
             with self.catalog.session() as s:
-                run = resume.find_resumable(s, spec.output.dataset, wanted, staging_dir)
+                run = resume.find_resumable(s, spec.output.dataset, wanted, staged)
                 if run is None:
                     return None
                 s.expunge(run)
@@ -290,7 +290,13 @@ class Runner:
                     "reused": _ranges(reused),
                 }
             run.status, run.ended_at, run.counts = "succeeded", utcnow(), counts
+            engine = run.engine
         staging.remove_run(Path(self.settings.staging_dir), run_id)  # committed: its partitions are garbage now
+        if engine != "local":  # a Spark or Ray run's partitions are on the output tier
+            try:
+                staging.remove_tier(tier, staging_prefix(run_id))
+            except OSError as exc:  # committed all the same; gc removes it later (the run is not resumable)
+                log.warning("run %s: could not remove its staging: %s", run_id, exc)
         log.info("run %s committed %s v%d (%d samples)", run_id, spec.output.dataset, number, executed.row_count)
         emit_after_commit(self.catalog, self.settings, run_id)  # dataset-level lineage; never fails the run
         return RunOutcome(run_id, spec.output.dataset, number, executed.row_count, counts)

@@ -1,4 +1,8 @@
-"""What is left in the local staging folder (``Settings.staging_dir``), for ``lineage gc`` and takedown purge.
+"""What is left in the staging folders, for ``lineage gc`` and takedown purge.
+
+Spark and Ray runs stage on their output tier, in ``_staging/run-<id>/`` (:func:`storage.layout.staging_prefix`):
+scratch and recorded partitions, garbage once the run is neither ``running`` nor resumable, like a
+local run's folder below (:func:`tier_leftovers`). The local staging folder (``Settings.staging_dir``):
 
 The folder holds two kinds of entries:
 
@@ -16,12 +20,26 @@ The folder holds two kinds of entries:
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+
+import pyarrow.fs as pafs
+
+from lineage.catalog import Run
+from lineage.settings import Settings
+from pipelines.partitions import FOLDER
+from storage.errors import LineageError
+from storage.layout import STAGING, run_of_staging, staging_prefix
+from storage.tier import Tier, get_tier
+
+log = logging.getLogger(__name__)
 
 RUN_FOLDER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")  # a run id (uuid4)
 
@@ -76,3 +94,42 @@ def _size(path: Path) -> int:
 def _newest_mtime(path: Path) -> float:
     """The latest change inside ``path``: a folder a live process still writes into is young."""
     return max([path.lstat().st_mtime, *(p.lstat().st_mtime for p in _files(path))])
+
+
+def staged(settings: Settings) -> Callable[[Run], bool]:
+    """Whether a run's staging folder with its partition records is still there (what resuming needs):
+    the local folder of a local run, ``_staging/run-<id>/partitions`` on the output tier otherwise."""
+
+    def check(run: Run) -> bool:
+        if run.engine == "local":
+            return (Path(settings.staging_dir) / run.id).is_dir()
+        try:
+            tier = get_tier(((run.spec or {}).get("output") or {}).get("tier"), settings)
+            info = tier.filesystem.get_file_info(tier.path(staging_prefix(run.id), FOLDER))
+        except (OSError, LineageError) as exc:  # an unknown or unreachable tier: nothing to resume from
+            log.warning("cannot look for run %s's staging: %s", run.id, exc)
+            return False
+        return info.type == pafs.FileType.Directory
+
+    return check
+
+
+def tier_leftovers(tier: Tier, keep: set[str]) -> list[str]:
+    """Tier-relative staging folders (``_staging/run-<id>``) of runs not in ``keep``."""
+    selector = pafs.FileSelector(tier.path(STAGING), recursive=False, allow_not_found=True)
+    found = []
+    for info in tier.filesystem.get_file_info(selector):
+        run_id = run_of_staging(info.base_name)
+        if info.type == pafs.FileType.Directory and run_id is not None and run_id not in keep:
+            found.append(staging_prefix(run_id))
+    return sorted(found)
+
+
+def tier_size(tier: Tier, relative: str) -> int:
+    infos = tier.filesystem.get_file_info(pafs.FileSelector(tier.path(relative), recursive=True))
+    return sum(i.size or 0 for i in infos if i.type == pafs.FileType.File)
+
+
+def remove_tier(tier: Tier, relative: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        tier.filesystem.delete_dir(tier.path(relative))

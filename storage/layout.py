@@ -36,6 +36,19 @@ def run_prefix(run_id: str) -> str:
     return f"run-{run_id}"
 
 
+STAGING = "_staging"  # a tier's folder of Spark and Ray runs' staging (pipelines.engines.distributed)
+
+
+def staging_prefix(run_id: str) -> str:
+    """A Spark or Ray run's staging folder on its output tier: its scratch and recorded partitions."""
+    return f"{STAGING}/{run_prefix(run_id)}"
+
+
+def run_of_staging(name: str) -> str | None:
+    """The run id a folder of :data:`STAGING` is named for (``run-<id>``), or None."""
+    return name.removeprefix("run-") if name.startswith("run-") else None
+
+
 def datasets_on(tier: Tier) -> list[DatasetTables]:
     """The tables of every dataset folder on ``tier`` (committed or not): what gc and purge walk. A tier
     that cannot be listed raises (``OSError``)."""

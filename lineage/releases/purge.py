@@ -18,8 +18,9 @@ running it again:
 4. **logs**: the statistics of free-text columns are removed from the Delta log of every table touched
    (commits and checkpoints, :func:`storage.delta.strip_log_statistics`).
 5. **delete**: the affected files, every file of the tombstoned releases' replicas and of their exports,
-   and what runs that are not running left in the local staging folder (``lineage gc`` would too; a
-   killed run's staged parts may hold the samples' texts). A file that a readable version or a live
+   and what runs that are not running left in the local staging folder and in the tiers' ``_staging``
+   (``lineage gc`` would too; a killed run's staged parts and recorded partitions may hold the samples'
+   texts). A file that a readable version or a live
    release's replica pins is never deleted: finding one among the candidates stops the purge before
    anything is deleted.
 """
@@ -370,6 +371,12 @@ def delete(catalog: Catalog, settings: Settings, found: Found, touched: set[Key]
     for leftover in staging.leftovers(Path(settings.staging_dir), running, grace=None):  # runs' scratch only
         staging.remove(leftover)
         report.deleted("staging", leftover.bytes)
+    for config in settings.tiers:  # Spark and Ray runs' staging, recorded partitions too
+        tier = get_tier(config.name, settings)
+        for folder in staging.tier_leftovers(tier, running):
+            size = staging.tier_size(tier, folder)
+            staging.remove_tier(tier, folder)
+            report.deleted("staging", size)
     with catalog.session() as s:
         for replica_id, *_ in replicas:  # placement and tier copies no longer see a copy to read
             replica = s.get(Replica, replica_id)

@@ -4,9 +4,14 @@ A job becomes a few stages, each a distributed action whose tasks write Parquet 
 manifests (see :mod:`pipelines.engines.tasks`):
 
 1. ingest: one work item (raw file, or Parquet file of an input Delta version) per task, then the
-   first fused map segment; samples (with row keys, see :mod:`pipelines.stages`), the ingested
-   ids and lineage go to staging, quarantine to its table; then the ingested ids are checked
-   for duplicates (:func:`pipelines.integrity.check_unique_ids`);
+   first fused map segment. Each item is a *partition* (:mod:`pipelines.partitions`,
+   :class:`~pipelines.partitions.TierPartitions`): its samples (with row keys, see
+   :mod:`pipelines.stages`), ingested ids, lineage and quarantine go to a folder of its own in
+   staging, then its record. A resumed run (same run id, so the same staging folder) runs only the
+   items without a trusted record and reads the rest from their records; everything from here on
+   runs again over all of them, in item order, so the output is the bytes of an uninterrupted run.
+   The quarantine files are copied into the run's subfolder of the quarantine table, and the
+   ingested ids are checked for duplicates (:func:`pipelines.integrity.check_unique_ids`);
 2. per group step: shuffle the operator's ``columns`` by ``key`` so each task holds complete key
    groups, decide; per cluster step (MinHash): sketch, bucket stars, distributed connected
    components, then the operator's clustering per partition of complete components (see
@@ -18,9 +23,13 @@ manifests (see :mod:`pipelines.engines.tasks`):
    files into the run's subfolder; after a cluster step, the sketches of the samples that reached
    the output, sorted likewise.
 
-Staging lives on the output tier (``_staging/run-<id>``), which every executor can reach, and is
-removed when the job ends. A failed job also removes what it wrote into the run's subfolders;
-nothing is committed by an engine either way.
+Staging lives on the output tier (``_staging/run-<id>``, :func:`storage.layout.staging_prefix`),
+which every executor can reach. A job removes its scratch when it ends but keeps the recorded
+partitions, as the local engine does: the runner deletes them when the run commits, ``lineage gc``
+once the run cannot resume (:mod:`lineage.resume`). A failed job also removes what it wrote into
+the run's subfolders; nothing is committed by an engine either way. Crash points:
+``partition.<i>.staged`` and ``partition.<i>.recorded`` (in the task), ``<engine>.partitions_done``
+and ``<engine>.data_written`` (on the driver).
 """
 
 from __future__ import annotations
@@ -30,9 +39,10 @@ import math
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 import pipelines
 from operators.base import ClusterOperator, GroupOperator
@@ -61,9 +71,22 @@ from pipelines.engines.tasks import (
 )
 from pipelines.faults import checkpoint
 from pipelines.integrity import check_unique_ids
+from pipelines.partitions import (
+    FOLDER,
+    INGESTED,
+    LINEAGE,
+    QUARANTINE,
+    ROWS,
+    SAMPLES,
+    Partition,
+    TierPartitions,
+    dataset_key,
+    source_key,
+)
 from pipelines.stages import ROW_KEY_FIELD, STAGED_SCHEMA, Step, prepared_schema, segments, staged
 from storage.delta import version_files
 from storage.errors import Invalid
+from storage.layout import staging_prefix
 from storage.tier import Tier
 
 log = logging.getLogger(__name__)
@@ -131,16 +154,18 @@ class DistributedEngine(Engine):
     # -- the plan -------------------------------------------------------------------------------
     def execute(self, job: Job) -> JobResult:
         tier = job.data.tier
-        staging = f"_staging/{job.data.prefix}"
+        staging = staging_prefix(job.run_id)
+        _clear_scratch(tier, staging)  # an earlier attempt's scratch; its recorded partitions stay
         try:
-            return self._execute(job, tier, staging)
+            result = self._execute(job, tier, staging)
         except BaseException:
             for target in (job.data, job.lineage, job.quarantine, job.signatures):
                 if target is not None:
                     _remove(target.tier, f"{target.table_path}/{target.prefix}")
+            _clear_scratch(tier, staging)  # the partitions stay, so a failed or killed run resumes
             raise
-        finally:
-            _remove(tier, staging)
+        _clear_scratch(tier, staging)  # the partitions stay until the run commits (lineage.runs deletes them)
+        return result
 
     def _partitions(self, rows: int, per_partition: int) -> int:
         """At least one task per core for parallelism, more when partitions would be too big."""
@@ -149,32 +174,20 @@ class DistributedEngine(Engine):
     def _execute(self, job: Job, tier: Tier, staging: str) -> JobResult:
         s = self.config
         segs = segments(job.operators)
-        lineage = TableTarget(tier, f"{staging}/lineage", "parts")
-        samples = TableTarget(tier, f"{staging}/samples-0", "parts")
-        ingested = TableTarget(tier, f"{staging}/ingested", "parts")
+        lineage = TableTarget(tier, f"{staging}/lineage", "parts")  # the barrier steps' records
 
-        items: list[SourceItem | FileItem] = [
-            SourceItem(i, row) for i, src in enumerate(job.sources) for row in range(src.chunks.num_rows)
-        ]
-        for ds in job.datasets:
-            files = version_files(ds.tier, ds.table_path, ds.delta_version)
-            items += [FileItem(ds, f["path"]) for f in files]
-        ingest = Ingest(
-            job.run_id,
-            s,
-            tuple((src.chunks, src.convert, src.position) for src in job.sources),
-            tuple(items),
-            segs[0].maps,
-            samples,
-            lineage,
-            job.quarantine,
-            ingested,
-        )
-        done = Collected.of(self.run_items(len(items), ingest) if items else [])
-        check_unique_ids(tier, [tier.path(p) for p in done.paths(ingested)], s)
-        stats: Counter[str] = done.stats
-        lineage_files, lineage_rows = done.paths(lineage), done.rows[lineage.table_path]
-        sample_files, rows = done.paths(samples), done.rows[samples.table_path]
+        parts = TierPartitions(tier, staging)
+        done, reused = self._ingest(job, parts, segs[0].maps)
+        checkpoint(f"{self.name}.partitions_done")
+        check_unique_ids(tier, [tier.path(p) for d in done for p in d.paths(INGESTED)], s)
+        stats: Counter[str] = Counter()
+        for d in done:
+            stats.update({k: v for k, v in d.counters.items() if not k.startswith(ROWS)})
+        lineage_files = [p for d in done for p in d.paths(LINEAGE)]
+        lineage_rows = sum(d.counters.get(f"{ROWS}{LINEAGE}", 0) for d in done)
+        sample_files = [p for d in done for p in d.paths(SAMPLES)]
+        rows = sum(d.counters.get(f"{ROWS}{SAMPLES}", 0) for d in done)
+        quarantine_files = self._copy_quarantine(tier, [p for d in done for p in d.paths(QUARANTINE)], job.quarantine)
         job.progress("files", sum(src.chunks.num_rows for src in job.sources))
         job.progress("records", rows + sum(v for k, v in stats.items() if k.startswith("quarantine.")))
         log.info("%s: ingest wrote %d samples in %d files", self.name, rows, len(sample_files))
@@ -222,10 +235,62 @@ class DistributedEngine(Engine):
         return JobResult(
             data_files=data,
             lineage_files=lineage_out,
-            quarantine_files=done.relative(job.quarantine),
+            quarantine_files=quarantine_files,
             signature_files=signatures,
             stats=dict(stats),
+            partitions=len(done),
+            reused_partitions=reused,
         )
+
+    def _ingest(self, job: Job, parts: TierPartitions, maps: tuple[Step, ...]) -> tuple[list[Partition], list[int]]:
+        """Every work item's partition, in item order: reused when an earlier attempt of this run recorded it
+        (:mod:`pipelines.partitions`), else run now, only those, in one distributed action. Also the indices
+        of those reused."""
+        items: list[SourceItem | FileItem] = []
+        keys: list[str] = []
+        for i, src in enumerate(job.sources):
+            paths = src.chunks.column("path").to_pylist()
+            items += [SourceItem(i, row) for row in range(src.chunks.num_rows)]
+            keys += [source_key(src.position, path) for path in paths]
+        for ds in job.datasets:
+            files = [f["path"] for f in version_files(ds.tier, ds.table_path, ds.delta_version)]
+            items += [FileItem(ds, f) for f in files]
+            keys += [dataset_key(ds.position, ds.table_path, ds.delta_version, f) for f in files]
+        recorded = parts.recorded()
+        found = {i: parts.reuse(i, key) if i in recorded else None for i, key in enumerate(keys)}
+        todo = tuple(i for i, part in found.items() if part is None)
+        if todo:
+            task = Ingest(
+                job.run_id,
+                self.config,
+                tuple((src.chunks, src.convert, src.position) for src in job.sources),
+                tuple(items),
+                tuple(keys),
+                todo,
+                maps,
+                parts,
+            )
+            self.run_items(len(todo), task)
+        reused = [i for i, part in found.items() if part is not None]
+        if reused:
+            log.info("run %s: reused %d of %d recorded partitions", job.run_id, len(reused), len(items))
+        return [found[i] or parts.written(i, keys[i]) for i in range(len(items))], reused
+
+    def _copy_quarantine(self, tier: Tier, files: list[str], target: TableTarget) -> list[str]:
+        """The partitions' quarantine files into the run's subfolder of the quarantine table, as they are."""
+        copied = []
+        if files:
+            target.tier.filesystem.create_dir(target.tier.path(target.table_path, target.prefix), recursive=True)
+        for path in files:
+            relative = f"{target.prefix}/{PurePosixPath(path).name}"  # named per item: ingest-<index>-<n>
+            pafs.copy_files(
+                tier.path(path),
+                target.tier.path(target.table_path, relative),
+                source_filesystem=tier.filesystem,
+                destination_filesystem=target.tier.filesystem,
+            )
+            copied.append(relative)
+        return sorted(copied)
 
     def _cluster(
         self, job: Job, tier: Tier, staging: str, number: int, step: Step, samples: list[str], parts: int
@@ -287,6 +352,23 @@ class DistributedEngine(Engine):
 def project_path() -> str:
     """The folder holding this project's packages, so local Python workers import the same code."""
     return str(Path(pipelines.__file__).resolve().parent.parent)
+
+
+def _clear_scratch(tier: Tier, staging: str) -> None:
+    """Everything in a run's staging folder but its partitions (:func:`pipelines.partitions.clear_scratch`)."""
+    selector = pafs.FileSelector(tier.path(staging), recursive=False, allow_not_found=True)
+    try:
+        infos = tier.filesystem.get_file_info(selector)
+    except OSError as exc:
+        log.warning("could not list %s: %s", tier.uri(staging), exc)
+        return
+    for info in infos:
+        if info.base_name == FOLDER:
+            continue
+        if info.type == pafs.FileType.Directory:
+            _remove(tier, f"{staging}/{info.base_name}")
+        else:
+            tier.filesystem.delete_file(info.path)
 
 
 def _remove(tier: Tier, relative: str) -> None:

@@ -41,7 +41,17 @@ from pipelines.engines.sorted_files import SORT_KEYS_DATA, SORT_KEYS_LINEAGE, So
 from pipelines.faults import checkpoint
 from pipelines.integrity import INGESTED_SCHEMA, check_unique_ids
 from pipelines.parquet_out import PartWriter
-from pipelines.partitions import Partition, Partitions, clear_scratch
+from pipelines.partitions import (
+    INGESTED,
+    LINEAGE,
+    QUARANTINE,
+    SAMPLES,
+    Partition,
+    Partitions,
+    clear_scratch,
+    dataset_key,
+    source_key,
+)
 from pipelines.stages import (
     ROW_KEY,
     ROW_KEYS_SCHEMA,
@@ -65,8 +75,6 @@ log = logging.getLogger(__name__)
 
 _MAX_BUCKETS = 4096  # buckets a final sort splits its input into at most (a small row group buffered each)
 
-# a partition's files by kind (pipelines.partitions): what one work item leaves after the first map steps
-SAMPLES, LINEAGE, QUARANTINE, INGESTED = "samples", "lineage", "quarantine", "ingested"
 PARTITION_TABLES = {
     SAMPLES: STAGED_SCHEMA,
     LINEAGE: LINEAGE_SCHEMA,
@@ -175,9 +183,9 @@ class LocalEngine(Engine):
             paths = source.chunks.column("path").to_pylist()
             for row, chunk in enumerate(source.chunks.to_batches(max_chunksize=1)):
                 read = functools.partial(self._read_source, job, source, chunk)
-                items.append((f"files:{source.position}:{paths[row]}", source.position, read))
+                items.append((source_key(source.position, paths[row]), source.position, read))
         for ds in job.datasets:
-            key = f"dataset:{ds.position}:{ds.table_path}@{ds.delta_version}"
+            key = dataset_key(ds.position, ds.table_path, ds.delta_version)
             items.append((key, ds.position, functools.partial(self._read_dataset, job, ds)))
         done: list[Partition] = []
         reused: list[int] = []

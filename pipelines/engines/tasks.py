@@ -28,8 +28,10 @@ from pipelines.arrow_util import conform
 from pipelines.config import ExecutionConfig
 from pipelines.engines.base import DatasetInput, TableTarget
 from pipelines.engines.sorted_files import FILE_FIELD, Numbered, SortedFiles
+from pipelines.faults import checkpoint
 from pipelines.integrity import INGESTED_SCHEMA
 from pipelines.parquet_out import PartWriter
+from pipelines.partitions import INGESTED, LINEAGE, PARTITION_KINDS, QUARANTINE, ROWS, SAMPLES, TierPartitions
 from pipelines.stages import (
     ROW_KEY,
     ROW_KEYS_SCHEMA,
@@ -135,47 +137,63 @@ def _first(table: pa.Table, column: str) -> str:
 class Ingest:
     """Stage 0: read work items (raw files via convert, or input Delta files), then the first maps.
 
-    What each item yields is numbered with row keys and its ids recorded in ``ingested`` before
-    the first map step sees it.
+    Each item is a partition (:mod:`pipelines.partitions`): what it yields is numbered with row keys
+    (by the item's index, so not by how items are batched into tasks), its ids recorded, passed
+    through the first map steps, written into an attempt folder of its own and then recorded. Only
+    the items ``todo`` (indices into ``items``) are run: a resumed run reuses the others' records.
+    The task returns one ``stat`` row per partition it recorded; the driver reads the records.
     """
 
     run_id: str
     config: ExecutionConfig
     sources: tuple[tuple[pa.Table, ConvertOperator, int], ...]  # (chunk rows, convert, input position)
     items: tuple[SourceItem | FileItem, ...]
+    keys: tuple[str, ...]  # each item's partition key
+    todo: tuple[int, ...]  # the items to run: task ids 0..len(todo)-1 index this
     maps: tuple[Step, ...]
-    samples: TableTarget
-    lineage: TableTarget
-    quarantine: TableTarget
-    ingested: TableTarget
+    partitions: TierPartitions
 
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
         ids = _table(batch).column(ITEM_COLUMN).to_pylist()
         if not ids:
             return MANIFEST_SCHEMA.empty_table()
-        out = Manifest(self.config, f"ingest-{ids[0]:06d}")
-        for i in ids:
-            item = self.items[i]
-            if isinstance(item, SourceItem):
-                rows, batches = Ingested(i, self.sources[item.source][2]), self._read(item, out)
-            else:
-                rows, batches = Ingested(i, item.dataset.position), self._read_file(item)
-            for batch in batches:
-                samples, ingested = rows(batch)
-                out.write(self.ingested, INGESTED_SCHEMA, ingested)
-                kept, lineage = run_maps(samples, self.maps, self.run_id)
-                for records in lineage:
-                    out.write(self.lineage, LINEAGE_SCHEMA, records)
-                out.write(self.samples, STAGED_SCHEMA, kept)
-        return out.close()
+        return pa.concat_tables([self._partition(self.todo[j]) for j in ids])
 
-    def _read(self, item: SourceItem, out: Manifest) -> Iterator[pa.RecordBatch]:
+    def _partition(self, i: int) -> pa.Table:
+        item, folder = self.items[i], self.partitions.attempt(i)
+        targets = {kind: TableTarget(self.partitions.tier, f"{folder}/{kind}", "parts") for kind in PARTITION_KINDS}
+        out = Manifest(self.config, f"ingest-{i:06d}")
+        if isinstance(item, SourceItem):
+            rows, batches = Ingested(i, self.sources[item.source][2]), self._read(item, out, targets)
+        else:
+            rows, batches = Ingested(i, item.dataset.position), self._read_file(item)
+        for batch in batches:
+            samples, ingested = rows(batch)
+            out.write(targets[INGESTED], INGESTED_SCHEMA, ingested)
+            kept, lineage = run_maps(samples, self.maps, self.run_id)
+            for records in lineage:
+                out.write(targets[LINEAGE], LINEAGE_SCHEMA, records)
+            out.write(targets[SAMPLES], STAGED_SCHEMA, kept)
+        kinds = {t.table_path: kind for kind, t in targets.items()}
+        files: dict[str, list[str]] = {kind: [] for kind in PARTITION_KINDS}
+        for row in out.close().to_pylist():
+            if row["kind"] == "file":
+                files[kinds[row["table"]]].append(f"{row['table']}/{row['name']}")
+        counters = {**out.stats, **{f"{ROWS}{kind}": out.rows[t.table_path] for kind, t in targets.items()}}
+        checkpoint(f"partition.{i}.staged")
+        self.partitions.complete(i, self.keys[i], files, counters)
+        checkpoint(f"partition.{i}.recorded")
+        return pa.Table.from_pylist(
+            [{"kind": "stat", "table": "partitions", "name": "", "value": 1}], schema=MANIFEST_SCHEMA
+        )
+
+    def _read(self, item: SourceItem, out: Manifest, targets: dict[str, TableTarget]) -> Iterator[pa.RecordBatch]:
         chunks, convert, _ = self.sources[item.source]
         chunk = chunks.slice(item.row, 1).to_batches()[0]
         for res in run_source(convert, chunk, self.run_id):
-            out.write(self.lineage, LINEAGE_SCHEMA, res.lineage)
+            out.write(targets[LINEAGE], LINEAGE_SCHEMA, res.lineage)
             if res.quarantine is not None and res.quarantine.num_rows:
-                out.write(self.quarantine, QUARANTINE_SCHEMA, res.quarantine)
+                out.write(targets[QUARANTINE], QUARANTINE_SCHEMA, res.quarantine)
                 for v in pc.value_counts(res.quarantine.column("reason")).to_pylist():
                     out.stats[f"quarantine.{v['values']}"] += v["counts"]
             out.stats.update(res.stats)

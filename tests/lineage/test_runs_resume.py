@@ -21,12 +21,11 @@ from lineage.runs import Runner
 from lineage.settings import Settings, get_settings
 from pipelines.partitions import FOLDER
 from pipelines.spec import PipelineSpec
-from storage.delta import version_dataset, version_files
-from storage.tier import get_tier
 from tests.support.cli import lineage, lineage_killed_at
 from tests.support.fixtures_postgres import PostgresServer
 from tests.support.helpers import write_jsonl
 from tests.support.minhash_texts import BASE, NEAR
+from tests.support.run_outputs import version_output
 
 FILES = 5  # raw files, so five partitions
 PIPELINE = """
@@ -85,23 +84,6 @@ def world(request: pytest.FixtureRequest, home: Path, tmp_path: Path) -> Iterato
     catalog.dispose()
 
 
-def _output(settings: Settings, catalog: Catalog, version: int) -> dict[str, Any]:
-    """A version's tables: each data file's bytes in order, and every table's rows (run ids apart)."""
-    with catalog.session() as s:
-        dv = s.scalars(select(DatasetVersion).where(DatasetVersion.version == version)).one()
-        tier = get_tier(dv.tier, settings)
-        tables = dict(dv.pinned_tables)
-    out: dict[str, Any] = {}
-    for kind, (path, v) in sorted(tables.items()):
-        table = version_dataset(tier, path, v).to_table()
-        out[kind] = table.drop_columns([c for c in ("run_id",) if c in table.column_names])
-    for kind in ("data", "signatures"):
-        path, v = tables[kind]
-        names = sorted(f["path"] for f in version_files(tier, path, v))
-        out[f"{kind} files"] = [Path(tier.path(path, name)).read_bytes() for name in names]
-    return out
-
-
 def _digest(catalog: Catalog, settings: Settings, version: int) -> str:
     release, _ = publish(catalog, settings, f"clean@r{version}", version=version)
     return release.content_digest
@@ -136,7 +118,7 @@ def test_a_killed_run_resumes_and_ends_byte_identical_to_an_uninterrupted_one(
     settings, catalog, pipeline = world
     full = Runner(settings, catalog).run(PipelineSpec.load(pipeline))  # uninterrupted: clean v1
     assert "resumed" not in full.counts
-    expected = _output(settings, catalog, 1)
+    expected = version_output(settings, catalog, 1)
 
     lineage_killed_at(home, point, "run", str(pipeline))
     with catalog.session() as s:
@@ -156,7 +138,7 @@ def test_a_killed_run_resumes_and_ends_byte_identical_to_an_uninterrupted_one(
         assert s.scalars(select(DatasetVersion.run_id).where(DatasetVersion.version == 2)).one() == killed.id
     assert not (Path(settings.staging_dir) / killed.id).exists(), "a committed run's partitions are deleted"
 
-    again = _output(settings, catalog, 2)
+    again = version_output(settings, catalog, 2)
     assert again.keys() == expected.keys()
     for kind in expected:
         assert again[kind] == expected[kind], kind
@@ -174,7 +156,7 @@ def test_a_partition_whose_files_changed_is_redone(world: tuple[Settings, Catalo
 
     rerun = Runner(settings, catalog).run(PipelineSpec.load(pipeline))
     assert rerun.counts["resumed"]["reused"] == "0,2,4", "the damaged partitions 1 and 3 were redone"
-    assert _output(settings, catalog, 2) == _output(settings, catalog, 1)
+    assert version_output(settings, catalog, 2) == version_output(settings, catalog, 1)
 
 
 def _killed(catalog: Catalog, other: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -19,7 +20,9 @@ def lineage(home: Path, *args: str, check: bool = True, **env_vars: str) -> subp
 
 
 def lineage_killed_at(home: Path, point: str, *args: str) -> None:
-    """``lineage ARGS`` paused at the named point (:mod:`pipelines.faults`), then SIGKILLed there."""
+    """``lineage ARGS`` paused at the named point (:mod:`pipelines.faults`), then SIGKILLed there. A point in
+    a Spark or Ray task pauses a worker process: the driver is killed first (so it cannot see the task fail
+    and clean up), then that worker."""
     marker = home.parent / f"paused-{point}"
     marker.unlink(missing_ok=True)  # an earlier kill's marker: this process has not paused yet
     env = {**os.environ, "LINEAGE_HOME": str(home), "LINEAGE_PAUSE_AT": point, "LINEAGE_PAUSE_MARKER": str(marker)}
@@ -38,3 +41,7 @@ def lineage_killed_at(home: Path, point: str, *args: str) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
+    paused = int(marker.read_text())
+    if paused != proc.pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(paused, signal.SIGKILL)

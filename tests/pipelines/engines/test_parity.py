@@ -16,8 +16,10 @@ from lineage.catalog import Catalog, DatasetVersion, Run
 from lineage.runs import Runner, RunOutcome
 from lineage.settings import Settings
 from operators import registry
+from pipelines.partitions import FOLDER
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
+from storage.layout import staging_prefix
 from storage.tier import get_tier
 from tests.support import engine_corpus
 from tests.support.fixtures_engines import ray_runtime, spark  # noqa: F401  (session fixtures)
@@ -173,9 +175,11 @@ def test_failed_job_commits_nothing(engine: str, tmp_path: Path, settings: Setti
     for table in ("data", "lineage", "quarantine"):
         folder = Path(tier.path(f"datasets/boom/{table}"))
         assert not (folder / "_delta_log").exists(), f"{engine}: {table} was committed"
-    if engine != "local":
-        leftovers = [p for p in Path(tier.path("")).rglob("*.parquet")]
+    if engine != "local":  # only the recorded partitions stay, so a rerun resumes (gc removes them later)
+        kept = Path(tier.path(staging_prefix(run.id), FOLDER))
+        leftovers = [p for p in Path(tier.path("")).rglob("*.parquet") if not p.is_relative_to(kept)]
         assert leftovers == [], f"{engine} left files behind: {leftovers}"
+        assert list(kept.glob("*.json")), f"{engine}: the failed run's partitions were not recorded"
 
 
 @pytest.mark.usefixtures("spark", "ray_runtime")
