@@ -13,6 +13,7 @@ anything that loads SQLAlchemy, DuckDB, deltalake or numba is imported inside th
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -111,12 +112,22 @@ def every(list_page: Callable[..., Page[T]], *args: Any, at_most: int | None = N
 
 def print_json(model: BaseModel) -> None:
     """``--json``: the model as the HTTP API answers it (field aliases, ISO times)."""
-    console.print_json(model.model_dump_json(by_alias=True))
+    write_json(console, json.loads(model.model_dump_json(by_alias=True)))
 
 
 def print_list_json(models: Sequence[BaseModel]) -> None:
     """``--json`` of an answer that is a plain list (no page), as the HTTP API sends it."""
-    console.print_json(data=[m.model_dump(mode="json", by_alias=True) for m in models])
+    write_json(console, [m.model_dump(mode="json", by_alias=True) for m in models])
+
+
+def write_json(target: Console, data: Any) -> None:
+    """``data`` as rich's ``print_json`` prints it (indented by 2, non-ASCII as is). Coloured on a terminal;
+    piped (a script, CI) the same text is written as it is: rich's highlighter and renderer cost about 0.1 s
+    on a long answer (a takedown's thousand sample ids), for colours nobody sees."""
+    if target.is_terminal:
+        target.print_json(data=data)
+        return
+    target.file.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def error_body(error: LineageError) -> dict[str, Any]:
@@ -138,7 +149,7 @@ def fail(error: LineageError, *, as_json: bool = False) -> NoReturn:
     """Refuse: :func:`report` the error (under ``--json`` also its :func:`error_body` on stdout) and exit
     with its code."""
     if as_json:
-        console.print_json(data=error_body(error))
+        write_json(console, error_body(error))
     raise typer.Exit(report(error))
 
 

@@ -89,7 +89,8 @@ def check_version(
     """The contamination report of ``dv`` against ``sources`` (see the module), checked on ``engine``."""
     params = params or NgramParams()
     tier = get_tier(dv.tier, settings)
-    files = [f["path"] for f in version_files(tier, dv.data_path, dv.data_delta_version)]
+    # nothing to look for: no pass, and not even the version's file list (a takedown's successor, no eval sets)
+    files = [f["path"] for f in version_files(tier, dv.data_path, dv.data_delta_version)] if sources else []
     task = ScanTask(
         TierAccess.of(tier),
         dv.data_path,
@@ -100,7 +101,7 @@ def check_version(
         min(settings.batch_rows, BATCH_ROWS),
     )
     checked, hits = 0, []
-    for result in scan(engine, settings, task, files) if sources else []:  # nothing to look for: no pass
+    for result in scan(engine, settings, task, files) if sources else []:
         checked += result.rows
         hits += result.hits
     checked = checked if sources else dv.row_count

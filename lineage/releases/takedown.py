@@ -18,7 +18,7 @@ import logging
 import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -45,6 +45,8 @@ from storage.tier import Tier, get_tier
 log = logging.getLogger(__name__)
 
 OPERATOR = "takedown"
+# what the successor's QC report needs of each removed sample (:func:`lineage.releases.qc.successor_report`)
+REMOVED_COLUMNS = ["sample_id", "text", "content_hash", "source_dataset"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class Removed:
     files_rewritten: int
     files_shared: int
     reused: bool = False  # an earlier apply of the request had made it already
+    # the removed rows' REMOVED_COLUMNS, when the rewrite had them in hand (the local engine): the successor's
+    # QC report subtracts them without reading the affected files a second time (None: :func:`removed_rows`)
+    rows: pa.Table | None = field(default=None, compare=False, repr=False)
 
 
 def pipeline_name(request_id: int) -> str:
@@ -101,7 +106,9 @@ def remove_samples(
     checkpoint("takedown.run_recorded")
     data_path, data_version, lineage_path, lineage_version = paths
     prefix = run_prefix(run_id)
-    kept, rewritten, removed = _rewrite_data(tier, data_path, data_version, drop, prefix, settings, engine)
+    kept, rewritten, removed, removed_rows_read = _rewrite_data(
+        tier, data_path, data_version, drop, prefix, settings, engine
+    )
     data_files = kept + rewritten
     ids = sorted(i for file_ids in drop.values() for i in file_ids)
     lineage_files = logged_files(tier, lineage_path, lineage_version)
@@ -156,7 +163,7 @@ def remove_samples(
         if mixture:
             run.counts = {**run.counts, "mixture": mixture}
     log.info("takedown %d: %s v%d -> v%d without %d samples", request_id, dataset, version, number, removed)
-    return Removed(dataset, number, removed, len(rewritten), len(kept))
+    return Removed(dataset, number, removed, len(rewritten), len(kept), rows=removed_rows_read)
 
 
 @dataclass(frozen=True)
@@ -175,32 +182,37 @@ class RewriteFiles:
     config: ExecutionConfig
 
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
-        rows: list[dict[str, Any]] = []
-        for i in batch.column(ITEM_COLUMN).to_pylist():
-            with self.tier.filesystem.open_input_file(self.tier.path(self.table, self.files[i])) as handle:
-                table = pq.ParquetFile(handle).read(columns=SAMPLE_SCHEMA.names)
-            if table.schema != SAMPLE_SCHEMA:
-                table = table.cast(SAMPLE_SCHEMA)
-            gone = pa.array(self.drops[i], pa.string())
-            left = table.filter(pc.invert(pc.is_in(table.column("sample_id"), gone)))
-            rows.append({"kind": "stat", "table": "removed", "name": str(i), "value": table.num_rows - left.num_rows})
-            if not left.num_rows:
-                continue
-            writer = PartWriter(
-                self.tier,
-                self.table,
-                self.prefix,
-                SAMPLE_SCHEMA,
-                file_rows=left.num_rows,
-                row_group_rows=self.config.parquet_row_group_rows,
-                row_group_bytes=self.config.parquet_row_group_bytes,
-                part_label=f"takedown-{i:05d}",
-            )
-            writer.write(left)
-            rows += [
-                {"kind": "file", "table": self.table, "name": path, "value": left.num_rows} for path in writer.close()
-            ]
+        rows = [row for i in batch.column(ITEM_COLUMN).to_pylist() for row in self.rewrite(i)[0]]
         return pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA)
+
+    def rewrite(self, i: int) -> tuple[list[dict[str, Any]], pa.Table]:
+        """Item ``i``: its manifest rows, and the :data:`REMOVED_COLUMNS` of the rows it dropped (read anyway;
+        the local engine keeps them for the successor's QC report, a distributed one has no way back)."""
+        with self.tier.filesystem.open_input_file(self.tier.path(self.table, self.files[i])) as handle:
+            table = pq.ParquetFile(handle).read(columns=SAMPLE_SCHEMA.names)
+        if table.schema != SAMPLE_SCHEMA:
+            table = table.cast(SAMPLE_SCHEMA)
+        gone = pc.is_in(table.column("sample_id"), pa.array(self.drops[i], pa.string()))
+        left = table.filter(pc.invert(gone))
+        dropped = table.filter(gone).select(REMOVED_COLUMNS)
+        rows: list[dict[str, Any]] = [
+            {"kind": "stat", "table": "removed", "name": str(i), "value": table.num_rows - left.num_rows}
+        ]
+        if not left.num_rows:
+            return rows, dropped
+        writer = PartWriter(
+            self.tier,
+            self.table,
+            self.prefix,
+            SAMPLE_SCHEMA,
+            file_rows=left.num_rows,
+            row_group_rows=self.config.parquet_row_group_rows,
+            row_group_bytes=self.config.parquet_row_group_bytes,
+            part_label=f"takedown-{i:05d}",
+        )
+        writer.write(left)
+        rows += [{"kind": "file", "table": self.table, "name": path, "value": left.num_rows} for path in writer.close()]
+        return rows, dropped
 
 
 def _rewrite_data(
@@ -211,8 +223,9 @@ def _rewrite_data(
     prefix: str,
     settings: Settings,
     engine: str,
-) -> tuple[list[DataFile], list[DataFile], int]:
-    """(files kept as they are, rewritten copies of the affected ones, samples removed)."""
+) -> tuple[list[DataFile], list[DataFile], int, pa.Table | None]:
+    """(files kept as they are, rewritten copies of the affected ones, samples removed, and the removed rows'
+    :data:`REMOVED_COLUMNS` when the engine hands them back: the local one does)."""
     kept: list[DataFile] = []
     affected: list[str] = []
     for f in logged_files(tier, table, version):
@@ -221,14 +234,16 @@ def _rewrite_data(
         else:
             kept.append(f)
     if not affected:
-        return kept, [], 0
+        return kept, [], 0, None
     task = RewriteFiles(
         tier, table, prefix, tuple(affected), tuple(tuple(sorted(drop[p])) for p in affected), settings.execution()
     )
-    items = pa.table({ITEM_COLUMN: pa.array(range(len(affected)), pa.int64())})
+    gone: pa.Table | None = None
     if engine == "local":  # a thread per core: reading, filtering and writing Parquet release the GIL
         with ThreadPoolExecutor(max(1, min(len(affected), os.cpu_count() or 1))) as pool:
-            manifests = list(pool.map(task, [items.slice(i, 1) for i in range(len(affected))]))
+            done = list(pool.map(task.rewrite, range(len(affected))))
+        manifests = [pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA) for rows, _ in done]
+        gone = pa.concat_tables([dropped for _, dropped in done])
     else:
         runner = get_engine(engine, settings.execution())
         try:
@@ -239,7 +254,7 @@ def _rewrite_data(
     rows = pa.concat_tables(manifests).to_pylist()
     written = sorted(r["name"] for r in rows if r["kind"] == "file")
     removed = sum(r["value"] for r in rows if r["kind"] == "stat")
-    return kept, [describe_file(tier, table, p) for p in written], removed
+    return kept, [describe_file(tier, table, p) for p in written], removed, gone
 
 
 def takedown_records(run_id: str, step: int, ids: list[str], request_id: int) -> pa.Table:
@@ -266,8 +281,7 @@ def removed_rows(settings: Settings, tier_name: str, table: str, drop: dict[str,
     version's affected files only (what the successor's QC report subtracts)."""
     tier = get_tier(tier_name, settings)
     ids = pa.array(sorted(i for file_ids in drop.values() for i in file_ids), pa.string())
-    columns = ["sample_id", "text", "content_hash", "source_dataset"]
-    return rows_with_keys(tier, table, sorted(drop), columns, "sample_id", ids).select(columns)
+    return rows_with_keys(tier, table, sorted(drop), REMOVED_COLUMNS, "sample_id", ids).select(REMOVED_COLUMNS)
 
 
 def _takedown_records(

@@ -316,7 +316,7 @@ def apply(
             dataset=impact.dataset,
             version=removed.version,
             created_by=actor,
-            qc_report=_successor_report(stores, settings, impact, drop, request.id),
+            qc_report=_successor_report(stores, settings, impact, drop, request.id, removed.rows),
             gate=_inherited_gate(stores.catalog, impact.release),
             shares_files_of=impact.release,
             override_reason=f"takedown request {request.id}: its successor is published whatever the gate says",
@@ -356,10 +356,16 @@ def _inherited_gate(catalog: Catalog, ref: str) -> qc.GateConfig | None:
 
 
 def _successor_report(
-    stores: Stores, settings: Settings, impact: S.ReleaseImpact, drop: dict[str, list[str]], request_id: int
+    stores: Stores,
+    settings: Settings,
+    impact: S.ReleaseImpact,
+    drop: dict[str, list[str]],
+    request_id: int,
+    removed_rows: pa.Table | None = None,
 ) -> Callable[[Session, DatasetVersion], dict[str, Any] | None]:
-    """The successor's QC report from its predecessor's, minus the removed rows (read from the affected
-    files only): publishing it must not cost a pass over every text of the release."""
+    """The successor's QC report from its predecessor's, minus the removed rows: publishing it must not cost
+    a pass over every text of the release. ``removed_rows`` are those the rewrite had in hand; without them
+    (a rerun that reuses a finished version, a distributed engine) they are read from the affected files."""
 
     def report(s: Session, dv: DatasetVersion) -> dict[str, Any] | None:
         old = queries.get_release(s, impact.release)
@@ -367,7 +373,9 @@ def _successor_report(
         if not base:
             return None
         odv = old.dataset_version
-        removed = takedown.removed_rows(settings, odv.tier, odv.data_path, drop)
+        removed = (
+            removed_rows if removed_rows is not None else takedown.removed_rows(settings, odv.tier, odv.data_path, drop)
+        )
         records = takedown.takedown_records("", 0, removed.column("sample_id").to_pylist(), request_id)
         return qc.successor_report(s, dv, settings, base, removed, records)
 

@@ -9,14 +9,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
+import typer.main
 from typer.testing import CliRunner
 
 from lineage import errors
 from lineage.cli.app import guard
-from lineage.cli.main import build_app
+from lineage.cli.main import build_app, only_the_group_invoked
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI = ROOT / "lineage" / "cli"
@@ -118,3 +120,47 @@ def test_the_readme_lists_the_exit_codes_of_the_table() -> None:
         for name in re.findall(r"`(\w+)`", classes)
     }
     assert listed == {rule.cls.__name__: rule.exit_code for rule in errors.TABLE}
+
+
+def _click(app: typer.Typer) -> Any:
+    """The app's click group (Typer's own click, not ``click.Group``: a group is what has ``commands``)."""
+    command = typer.main.get_command(app)
+    assert hasattr(command, "commands")
+    return command
+
+
+def _shape(command: Any) -> Any:
+    """What a user sees of a command: its help, each option (names, default, help) and its subcommands."""
+    params = [(p.name, tuple(p.opts), p.required, repr(p.default), getattr(p, "help", None)) for p in command.params]
+    subs = {name: _shape(sub) for name, sub in getattr(command, "commands", {}).items()}
+    return (command.help, params, subs)
+
+
+@pytest.mark.parametrize("flags", [[], ["--verbose"], ["-v"]])
+def test_a_group_invoked_gets_only_its_own_verbs_and_they_are_the_same(flags: list[str]) -> None:
+    """``lineage takedown apply 1`` builds the click commands of the ``takedown`` group only (typer turns
+    every verb into one at every run); each group so built is the group of the whole app, option for option."""
+    whole = _click(build_app())
+    groups = [name for name, command in whole.commands.items() if hasattr(command, "commands")]
+    assert "takedown" in groups and "release" in groups
+    for name in groups:
+        alone = _click(only_the_group_invoked(build_app(), [*flags, name, "anything", "--json"]))
+        assert list(alone.commands) == [name]
+        assert _shape(alone.commands[name]) == _shape(whole.commands[name])
+        assert [p.name for p in alone.params] == [p.name for p in whole.params]  # --verbose, --version
+
+
+@pytest.mark.parametrize(
+    "args", [[], ["--help"], ["--version"], ["gc", "--json"], ["nosuch", "x"], ["--json", "takedown"]]
+)
+def test_anything_but_a_group_invoked_gets_the_whole_app(args: list[str]) -> None:
+    assert list(_click(only_the_group_invoked(build_app(), args)).commands) == list(_click(build_app()).commands)
+
+
+def test_the_group_alone_runs_as_it_does_on_the_whole_app(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LINEAGE_HOME": str(tmp_path / "home")}
+    for args in (["takedown", "--help"], ["-v", "takedown", "list", "--json"], ["takedown", "nosuch"]):
+        result = subprocess.run([sys.executable, "-m", "lineage", *args], env=env, capture_output=True, text=True)
+        whole = CliRunner().invoke(build_app(), args, env={"LINEAGE_HOME": str(tmp_path / "home")})
+        assert result.returncode == whole.exit_code, (args, result.stderr, whole.output)
+        assert ("apply" in result.stdout) == ("apply" in whole.stdout), args

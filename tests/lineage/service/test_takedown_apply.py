@@ -75,6 +75,34 @@ def test_an_apply_killed_after_the_new_version_is_finished_by_running_it_again(c
     assert client.get_release("clean@v1").state == "withdrawn"
 
 
+def test_the_rewrite_hands_back_the_removed_rows_and_a_rerun_that_reuses_the_version_reads_them(
+    client: Client, settings: Settings
+) -> None:
+    """The local rewrite keeps what it dropped (the successor's QC report subtracts it, without reading the
+    affected files again); an apply killed after the version was made has lost them, and its rerun reads
+    them back from the affected files: the report is the full one either way."""
+    from lineage.catalog.queries import dataset_version
+    from lineage.releases.qc import build_report
+
+    request = client.create_takedown({"sample_ids": [CURL]}, kind="privacy", reason="x")
+    (impact,) = client.plan_takedown(request.id).releases
+    drop = {impact.files[0].path: [CURL]}
+    service = client.service
+    first = takedown.remove_samples(service.catalog, service.settings, "clean", 1, drop, request.id)  # then killed
+    assert first.rows is not None and first.rows.column_names == takedown.REMOVED_COLUMNS
+    assert first.rows.column("sample_id").to_pylist() == [CURL]
+    old = client.get_version("clean", 1)
+    read = takedown.removed_rows(service.settings, old.tier, old.data_path, drop)
+    assert first.rows.equals(read)  # the rows a re-read gives
+    again = takedown.remove_samples(service.catalog, service.settings, "clean", 1, drop, request.id)
+    assert again.reused and again.rows is None  # a reused version: nothing was read, the report reads them
+    (done,) = client.apply_takedown(request.id).successors
+    with service.catalog.session() as s:
+        full = build_report(s, dataset_version(s, "clean", done.version), settings)
+    stored = client.get_quality(done.successor).report
+    assert stored is not None and _same(stored.model_dump(), full)
+
+
 def test_a_withdrawn_release_is_served_only_with_a_reason_which_is_recorded(
     client: Client, settings: Settings, tmp_path: Path
 ) -> None:
