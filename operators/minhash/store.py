@@ -112,11 +112,15 @@ def _all_equal(values: pa.ChunkedArray | pa.Array, expected: object) -> bool:
     return bool(pc.all(pc.equal(values, expected)).as_py()) if len(values) else True
 
 
-def _signature_matrix(column: pa.ChunkedArray, num_perm: int, mixed: bool) -> np.ndarray:
+def _check_signatures(column: pa.ChunkedArray, num_perm: int, mixed: bool) -> None:
     lengths = pc.binary_length(column)
     if not (_all_equal(lengths, num_perm * 4) or (mixed and _all_in(lengths, (num_perm * 4, num_perm * 8)))):
         halves = " or 2x that" if mixed else ""
         raise ValueError(f"signature: every row must hold {num_perm} uint32 values{halves}")
+
+
+def _signature_matrix(column: pa.ChunkedArray, num_perm: int, mixed: bool) -> np.ndarray:
+    _check_signatures(column, num_perm, mixed)
     array = column.combine_chunks()
     width = 2 * num_perm if mixed else num_perm
     if not len(array):
@@ -156,17 +160,38 @@ def widen(sigs: np.ndarray, bands: np.ndarray, num_perm: int) -> tuple[np.ndarra
     return np.hstack([sigs, empty]), np.hstack([bands, np.zeros_like(bands)])
 
 
-def load_signatures(table: pa.Table, params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
-    """``(signatures, band hashes)`` of stored rows, as ``signatures`` and ``sketch_bands`` make them:
-    ``(n, num_perm)`` uint32 and ``(n, bands)`` uint64; for ``script="mixed"`` twice as wide, unless
-    no row has a character half (an English corpus then costs no more memory; :func:`widen`)."""
+def _check_sketch(table: pa.Table, params: MinHashParams) -> None:
     expected = sketch_id(params)
     if not _all_equal(table.column("sketch"), expected):
         found = pc.unique(table.column("sketch")).to_pylist()
         raise Invalid(f"signatures were made with {found}, this run needs {expected!r}")
+
+
+def _bands_stored(table: pa.Table, params: MinHashParams) -> bool:
+    return bool(table.num_rows) and _all_equal(table.column("band_layout"), _layout_id(*band_layout(params)))
+
+
+def without_signatures(table: pa.Table, params: MinHashParams) -> pa.Table:
+    """``table`` checked as :func:`load_signatures` checks it, without its ``signature`` column when its
+    stored bands are the run's: exact verification never reads a signature, and a sorted copy of
+    them with their ``(n, 2 * num_perm)`` matrix was a third of the peak memory of a large run.
+    :func:`load_signatures` of the result gives zero-width signatures."""
+    _check_sketch(table, params)
+    _check_signatures(table.column("signature"), params.num_perm, params.script == "mixed")
+    return table.drop_columns(["signature"]) if _bands_stored(table, params) else table
+
+
+def load_signatures(table: pa.Table, params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
+    """``(signatures, band hashes)`` of stored rows, as ``signatures`` and ``sketch_bands`` make them:
+    ``(n, num_perm)`` uint32 and ``(n, bands)`` uint64; for ``script="mixed"`` twice as wide, unless
+    no row has a character half (an English corpus then costs no more memory; :func:`widen`).
+    Of a table :func:`without_signatures` dropped them from, the signatures are ``(n, 0)``."""
+    _check_sketch(table, params)
     mixed = params.script == "mixed"
-    sigs = _signature_matrix(table.column("signature"), params.num_perm, mixed)
     b, r = band_layout(params)
-    if table.num_rows and _all_equal(table.column("band_layout"), _layout_id(b, r)):
+    if "signature" not in table.column_names:
+        return np.zeros((table.num_rows, 0), np.uint32), _band_matrix(table.column("bands"), b, mixed)
+    sigs = _signature_matrix(table.column("signature"), params.num_perm, mixed)
+    if _bands_stored(table, params):
         return sigs, _band_matrix(table.column("bands"), b, mixed)
     return sigs, sketch_bands(sigs, b, r, params.num_perm)
