@@ -192,7 +192,7 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
                     )
                     if len(pending) >= 2:  # bounded: at most two batches wait for the sketcher
                         sketches.append(pending.popleft().result())
-                    pending.append(pool.submit(op.sketch, samples.select(["sample_id", "text"])))
+                    pending.append(pool.submit(_held_sketch, op, samples.select(list(op.sketch_columns))))
                     if op.needs_texts:
                         texts.append(samples.column("text"))
         sketches.extend(f.result() for f in pending)
@@ -234,8 +234,12 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     return _Decided(kept, dropped, position, quarantine_table, ids.num_rows)
 
 
+def _held_sketch(op: ClusterOperator, samples: pa.RecordBatch) -> pa.RecordBatch:
+    return op.held_sketch(op.sketch(samples))
+
+
 def _drain_table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
-    table = pa.Table.from_batches(batches, schema)
+    table = pa.Table.from_batches(batches, batches[0].schema if batches else schema)
     batches.clear()
     return table
 

@@ -68,6 +68,11 @@ class MinHashDedupe(ClusterOperator):
         sources = batch.column("source_dataset").to_pylist()
         return out.append_column(PRIORITY_FIELD, pa.array([ranks.get(x, 0) for x in sources], pa.int64()))
 
+    def held_sketch(self, sketch: pa.RecordBatch) -> pa.RecordBatch:
+        """Without its signatures (checked first) when exact verification decides: see
+        :func:`~operators.minhash.store.without_signatures`."""
+        return without_signatures(sketch, self.params_) if self.needs_texts else sketch
+
     def cluster(
         self,
         sketches: pa.Table,
