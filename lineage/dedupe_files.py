@@ -191,6 +191,9 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
         for position, inp in enumerate(spec.inputs):
             source, _ = plan_source(inp, position, spec.base_dir, run_id, settings)
             source.convert.hashes = False  # content hashes are for exact dedupe; these samples stay here
+            # convert's Python parses blocks in worker processes on the other cores, the sketcher
+            # thread's kernels share them
+            source.convert.parse_processes = settings.execution().cores - 1
             for chunk in source.chunks.to_batches(max_chunksize=1):
                 for out in run_source(source.convert, chunk, run_id):
                     if out.quarantine is not None and out.quarantine.num_rows:

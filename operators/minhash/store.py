@@ -178,15 +178,18 @@ def _bands_stored(table: pa.Table | pa.RecordBatch, params: MinHashParams) -> bo
 
 def without_signatures(table: Rows, params: MinHashParams) -> Rows:
     """``table`` (or a batch) checked as :func:`load_signatures` checks it, without its ``signature``
-    column when its stored bands are the run's: exact verification never reads a signature, and
-    held until the end of a 254k-document run they, a sorted copy and their ``(n, 2 * num_perm)``
-    matrix were 0.45 GB of its 1.6 GB peak. :func:`load_signatures` of the result gives zero-width
-    signatures. A table without signatures is returned as it is."""
+    column (and the ``sketch`` and ``band_layout`` strings it was checked by) when its stored bands
+    are the run's: exact verification never reads a signature, and held until the end of a
+    254k-document run they, a sorted copy and their ``(n, 2 * num_perm)`` matrix were 0.45 GB of its
+    1.6 GB peak. :func:`load_signatures` of the result gives zero-width signatures. A table without
+    signatures is returned as it is."""
     if "signature" not in table.column_names:
         return table
     _check_sketch(table, params)
     _check_signatures(table.column("signature"), params.num_perm, params.script == "mixed")
-    return table.drop_columns(["signature"]) if _bands_stored(table, params) else table
+    if not _bands_stored(table, params):
+        return table
+    return table.drop_columns(["signature", "sketch", "band_layout"])
 
 
 def load_signatures(table: pa.Table, params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
@@ -194,11 +197,11 @@ def load_signatures(table: pa.Table, params: MinHashParams) -> tuple[np.ndarray,
     ``(n, num_perm)`` uint32 and ``(n, bands)`` uint64; for ``script="mixed"`` twice as wide, unless
     no row has a character half (an English corpus then costs no more memory; :func:`widen`).
     Of a table :func:`without_signatures` dropped them from, the signatures are ``(n, 0)``."""
-    _check_sketch(table, params)
     mixed = params.script == "mixed"
     b, r = band_layout(params)
-    if "signature" not in table.column_names:
+    if "signature" not in table.column_names:  # checked by without_signatures
         return np.zeros((table.num_rows, 0), np.uint32), _band_matrix(table.column("bands"), b, mixed)
+    _check_sketch(table, params)
     sigs = _signature_matrix(table.column("signature"), params.num_perm, mixed)
     if _bands_stored(table, params):
         return sigs, _band_matrix(table.column("bands"), b, mixed)
