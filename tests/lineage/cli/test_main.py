@@ -118,3 +118,11 @@ def test_the_readme_lists_the_exit_codes_of_the_table() -> None:
         for name in re.findall(r"`(\w+)`", classes)
     }
     assert listed == {rule.cls.__name__: rule.exit_code for rule in errors.TABLE}
+
+
+def test_python_m_lineage_imported_by_a_spawned_worker_runs_no_command() -> None:
+    """``lineage dedupe`` parses in spawned worker processes, which import ``__main__`` (here
+    ``lineage.__main__``) as ``__mp_main__``: that import must not run the command again."""
+    code = "import runpy\nrunpy.run_module('lineage', run_name='__mp_main__')\nprint('imported')"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "imported"  # main() would print the usage and exit first
