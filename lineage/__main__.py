@@ -2,4 +2,5 @@
 
 from lineage.cli.main import main
 
-main()
+if __name__ == "__main__":  # a spawned worker process (convert's parsers) imports this module too
+    main()

@@ -101,10 +101,29 @@ class _Decided:
     """What the run decided, in the terms of the input files."""
 
     kept: dict[int, set[int]]  # file index -> rows kept
-    dropped: list[tuple[str, str, str, float]]  # (sample_id, cluster_id, kept_id, jaccard), by sample_id
-    position: dict[str, tuple[int, int]]  # sample_id -> (file index, row), for the ids the report names
+    dropped: pa.Table  # DROPPED_SCHEMA, by sample_id
+    position: pa.Table  # POSITION_SCHEMA: (file index, row) of every sample_id the report names
     quarantine: pa.Table
     records: int  # samples convert made (quarantined records not counted)
+
+
+DROPPED_SCHEMA = pa.schema(
+    [
+        pa.field("sample_id", pa.string()),
+        pa.field("cluster_id", pa.string()),
+        pa.field("kept_id", pa.string()),
+        pa.field("jaccard", pa.float64()),
+    ]
+)
+POSITION_SCHEMA = pa.schema(
+    [pa.field("sample_id", pa.string()), pa.field("input", pa.int32()), pa.field("row", pa.int64())]
+)
+
+
+def _named(dropped: pa.Table) -> pa.Array:
+    """Every sample id the report names (dropped, cluster and kept ids), once each."""
+    ids = pa.chunked_array([dropped.column(c).combine_chunks() for c in ("sample_id", "cluster_id", "kept_id")])
+    return pc.unique(ids.combine_chunks())
 
 
 def _spec(inputs: list[Path], params: MinHashParams, text_field: str, id_field: str | None) -> PipelineSpec:
@@ -172,6 +191,9 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
         for position, inp in enumerate(spec.inputs):
             source, _ = plan_source(inp, position, spec.base_dir, run_id, settings)
             source.convert.hashes = False  # content hashes are for exact dedupe; these samples stay here
+            # convert's Python parses blocks in worker processes on the other cores, the sketcher
+            # thread's kernels share them
+            source.convert.parse_processes = settings.execution().cores - 1
             for chunk in source.chunks.to_batches(max_chunksize=1):
                 for out in run_source(source.convert, chunk, run_id):
                     if out.quarantine is not None and out.quarantine.num_rows:
@@ -192,50 +214,52 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
                     )
                     if len(pending) >= 2:  # bounded: at most two batches wait for the sketcher
                         sketches.append(pending.popleft().result())
-                    pending.append(pool.submit(op.sketch, samples.select(["sample_id", "text"])))
+                    pending.append(pool.submit(_held_sketch, op, samples.select(list(op.sketch_columns))))
                     if op.needs_texts:
                         texts.append(samples.column("text"))
         sketches.extend(f.result() for f in pending)
     ids = pa.Table.from_batches(ingested, INGESTED_SCHEMA)
     _check_unique(ids, settings)
     kept: dict[int, set[int]] = {i: set() for i in range(len(spec.inputs))}
-    dropped: list[tuple[str, str, str, float]] = []
+    dropped = DROPPED_SCHEMA.empty_table()
     if ids.num_rows:
         # handed over without a reference kept here: the operator's sorted copies replace these
         # inputs, which are freed as it makes them (peak memory at 250k documents)
         records = op.cluster(_drain_table(sketches, op.sketch_schema), _drain_texts(texts) if op.needs_texts else None)
         is_dropped = pc.equal(records.column("verdict"), "dropped")
         duplicate = pc.struct_field(records.column("detail"), "duplicate")
-        chosen = pa.table(
-            {
-                "sample_id": records.column("sample_id"),
-                "cluster_id": pc.struct_field(duplicate, "cluster_id"),
-                "kept_id": pc.struct_field(duplicate, "kept_id"),
-                "jaccard": pc.struct_field(duplicate, "jaccard"),
-            }
-        ).filter(is_dropped)
-        dropped = list(
-            zip(*(chosen.sort_by("sample_id").column(c).to_pylist() for c in chosen.column_names), strict=True)
+        dropped = (
+            pa.table(
+                [
+                    records.column("sample_id"),
+                    pc.struct_field(duplicate, "cluster_id"),
+                    pc.struct_field(duplicate, "kept_id"),
+                    pc.struct_field(duplicate, "jaccard"),
+                ],
+                schema=DROPPED_SCHEMA,
+            )
+            .filter(is_dropped)
+            .sort_by("sample_id")
         )
         survivors = ids.filter(pc.invert(is_dropped))
         files = survivors.column("input").to_numpy()
         rows = survivors.column("source_row").to_numpy()
         for i in kept:
             kept[i] = set(rows[files == i].tolist())
-    members = {r[0] for r in dropped} | {r[1] for r in dropped} | {r[2] for r in dropped}
-    named = ids.filter(pc.is_in(ids.column("sample_id"), pa.array(sorted(members), pa.string())))
-    position = {
-        sid: (file, row)
-        for sid, file, row in zip(
-            *(named.column(c).to_pylist() for c in ("sample_id", "input", "source_row")), strict=True
-        )
-    }
+    named = ids.filter(pc.is_in(ids.column("sample_id"), _named(dropped)))
+    position = pa.table(
+        [named.column("sample_id"), named.column("input"), named.column("source_row")], schema=POSITION_SCHEMA
+    )
     quarantine_table = pa.Table.from_batches(quarantine, QUARANTINE_SCHEMA)
     return _Decided(kept, dropped, position, quarantine_table, ids.num_rows)
 
 
+def _held_sketch(op: ClusterOperator, samples: pa.RecordBatch) -> pa.RecordBatch:
+    return op.held_sketch(op.sketch(samples))
+
+
 def _drain_table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
-    table = pa.Table.from_batches(batches, schema)
+    table = pa.Table.from_batches(batches, batches[0].schema if batches else schema)
     batches.clear()
     return table
 
@@ -309,9 +333,19 @@ def _decide_with_runner(spec: PipelineSpec, settings: Settings, engine: str) -> 
     keep: dict[int, set[int]] = {i: set() for i in range(len(spec.inputs))}
     for ds, row in kept_rows:
         keep[int(ds.removeprefix("input"))].add(row)
-    position = {sid: (int(ds.removeprefix("input")), row) for sid, ds, row in where}
+    position = pa.table(
+        [
+            pa.array([r[0] for r in where], pa.string()),
+            pa.array([int(r[1].removeprefix("input")) for r in where], pa.int32()),
+            pa.array([r[2] for r in where], pa.int64()),
+        ],
+        schema=POSITION_SCHEMA,
+    )
+    dropped_table = pa.table(
+        [pa.array([r[k] for r in dropped], f.type) for k, f in enumerate(DROPPED_SCHEMA)], schema=DROPPED_SCHEMA
+    )
     steps = outcome.counts["steps"]
-    return _Decided(keep, [tuple(r) for r in dropped], position, quarantine_table, steps[0]["in"] if steps else 0)
+    return _Decided(keep, dropped_table, position, quarantine_table, steps[0]["in"] if steps else 0)
 
 
 def _write_outputs(
@@ -323,26 +357,29 @@ def _write_outputs(
     id_field: str | None,
 ) -> DedupeSummary:
     position = decided.position
-    wanted: dict[int, dict[int, str | None]] = {i: {} for i in range(len(inputs))}
-    for file_index, row in position.values():
-        wanted[file_index][row] = None
+    files = position.column("input").to_numpy()
+    rows = position.column("row").to_numpy()
+    wanted: dict[int, dict[int, str | None]] = {
+        i: dict.fromkeys(rows[files == i].tolist()) if id_field is not None else {} for i in range(len(inputs))
+    }
 
     for i, (src, dst) in enumerate(zip(inputs, targets, strict=True)):
         _write_kept(src, dst, decided.kept[i], wanted[i], id_field)
 
-    def user_id(sample: str) -> str:
-        file_index, row = position[sample]
-        value = wanted[file_index].get(row)
-        return value if value is not None else f"{inputs[file_index].name}:{row}"
+    # each named sample's id in the report: its id field's value, else ``file:row`` (made in Arrow:
+    # a large run names most of its samples)
+    names = pa.array([p.name + ":" for p in inputs], pa.string()).take(position.column("input"))
+    user_ids = pc.binary_join_element_wise(names, pc.cast(position.column("row"), pa.string()), "")
+    if id_field is not None:
+        values = pa.array([wanted[f].get(r) for f, r in zip(files.tolist(), rows.tolist(), strict=True)], pa.string())
+        user_ids = pc.coalesce(values, user_ids)
+
+    def user_id(column: str) -> pa.ChunkedArray:
+        return user_ids.take(pc.index_in(decided.dropped.column(column), position.column("sample_id")))
 
     dropped = decided.dropped
     report = pa.table(
-        {
-            "id": [user_id(r[0]) for r in dropped],
-            "cluster_id": [user_id(r[1]) for r in dropped],
-            "kept_id": [user_id(r[2]) for r in dropped],
-            "jaccard": [r[3] for r in dropped],
-        },
+        [user_id("sample_id"), user_id("cluster_id"), user_id("kept_id"), dropped.column("jaccard")],
         schema=REPORT_SCHEMA,
     )
     pq.write_table(report, report_path)
@@ -353,7 +390,7 @@ def _write_outputs(
         len(inputs),
         decided.records,
         sum(len(rows) for rows in decided.kept.values()),
-        len(dropped),
+        dropped.num_rows,
         quarantine_table.num_rows,
         targets,
         report_path,

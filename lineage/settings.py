@@ -64,6 +64,7 @@ class Settings(BaseSettings):
     parquet_file_rows: int = 1_000_000
     group_partition_rows: int = 250_000  # rows of key columns a group step holds in memory at once
     sort_bucket_bytes: int = 64 * 1024 * 1024  # final sorts run per sample-id bucket of about this size
+    cores: int | None = None  # cores an in-process run may keep busy; None = the machine's
 
     # HTTP service (``lineage serve``)
     api_host: str = "127.0.0.1"
@@ -116,6 +117,7 @@ class Settings(BaseSettings):
             sort_bucket_bytes=self.sort_bucket_bytes,
             staging_dir=self.staging_dir,
             engine=self.engine.model_copy(deep=True),
+            cores=max(1, self.cores or os.cpu_count() or 1),
         )
 
     def tier_config(self, name: str | None = None) -> TierConfig:

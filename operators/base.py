@@ -154,6 +154,12 @@ class ClusterOperator(Operator):
     def sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """One sketch row per row of ``batch`` (its ``sketch_columns``), in its order."""
 
+    def held_sketch(self, sketch: pa.RecordBatch) -> pa.RecordBatch:
+        """What ``cluster`` reads of one ``sketch`` batch, for an engine that holds every sketch in
+        memory for one ``cluster`` call without ``published`` sketches (``lineage dedupe``): by
+        default the batch itself; an operator may drop what such a call never reads."""
+        return sketch
+
     @abstractmethod
     def cluster(
         self,

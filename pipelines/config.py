@@ -39,3 +39,4 @@ class ExecutionConfig:
     sort_bucket_bytes: int  # final sorts run per sample-id bucket of about this size
     staging_dir: Path  # scratch space for runs (local disk); never holds anything a reader needs
     engine: EngineConfig
+    cores: int  # cores an in-process run may keep busy (threads, worker processes); the machine's by default

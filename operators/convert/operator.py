@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import bisect
 import json
+import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 
@@ -114,6 +115,13 @@ def _fast_sample(line: bytes, text_field: str, id_field: str | None) -> tuple[st
         return None
 
 
+def _fast_samples(
+    lines: list[bytes], text_field: str, id_field: str | None
+) -> list[tuple[str, object, str | None] | None]:
+    """:func:`_fast_sample` of every line of a block: the part of convert a parser process does."""
+    return [_fast_sample(line, text_field, id_field) for line in lines]
+
+
 class _Builder:
     """Accumulates one output batch worth of samples and quarantine rows for one chunk."""
 
@@ -159,10 +167,11 @@ class _Builder:
             }
         )
 
-    def add_block(self, block: LineBlock) -> None:
+    def add_block(self, block: LineBlock, made: list[tuple[str, object, str | None] | None] | None = None) -> None:
         """A block of JSONL lines, as the per-record path would add them one by one: the lines
         :func:`_fast_sample` takes become samples in bulk; every other line is added by :meth:`add`
-        as :func:`jsonl_record` makes it, in its place."""
+        as :func:`jsonl_record` makes it, in its place. ``made`` is :func:`_fast_samples` of the
+        block when a parser process made it."""
         p, lines, offsets, first = self.params, block.lines, block.offsets, block.row
         if p.text_fields:  # the joined text: record by record, from the objects parsed here
             taken, objects = parse_objects(lines)
@@ -174,7 +183,8 @@ class _Builder:
                 else:
                     self.add(RawRecord(first + i, offsets[i], value=value, raw=line))
             return
-        made = [_fast_sample(line, p.text_field, p.id_field) for line in lines]
+        if made is None:
+            made = _fast_samples(lines, p.text_field, p.id_field)
         good = [i for i, m in enumerate(made) if m is not None]
         if len(good) < len(made):
             made = [made[i] for i in good]
@@ -299,6 +309,9 @@ class ConvertOperator(SourceOperator):
         self.run_id = run_id
         self.hashes = hashes
         self.blocks = blocks
+        # JSONL blocks parsed in this many worker processes beside this one (0: none): for a caller
+        # that owns the machine's cores in one process (``lineage dedupe``); never in an engine's task
+        self.parse_processes = 0
 
     def read(self, chunks: pa.RecordBatch) -> Iterator[OperatorOutput]:
         p: ConvertParams = self.params  # type: ignore[assignment]
@@ -336,9 +349,10 @@ class ConvertOperator(SourceOperator):
                 while len(pending) > 1:
                     yield pending.popleft().result()
 
-            for item in read_blocks(tier.filesystem, path, opts, chunk["relative_path"]):
+            items = read_blocks(tier.filesystem, path, opts, chunk["relative_path"])
+            for item, made in _parsed(items, builder.params, self.parse_processes):
                 if isinstance(item, LineBlock):
-                    builder.add_block(item)
+                    builder.add_block(item, made)
                 else:
                     builder.add(item)
                 if isinstance(item, LineBlock) or len(builder) >= opts.batch_rows:
@@ -361,3 +375,43 @@ def _done(out: OperatorOutput) -> Future[OperatorOutput]:
     future: Future[OperatorOutput] = Future()
     future.set_result(out)
     return future
+
+
+# blocks this process parses before worker processes start: a small file never starts one (a
+# spawned worker's imports are about half a second)
+_INLINE_BLOCKS = 4
+
+
+def _parsed(
+    items: Iterator[LineBlock | RawRecord], params: ConvertParams, processes: int
+) -> Iterator[tuple[LineBlock | RawRecord, list[tuple[str, object, str | None] | None] | None]]:
+    """``items`` in order, each block with its :func:`_fast_samples` when a worker process made it
+    (else None: the builder makes it). With ``processes`` workers, after :data:`_INLINE_BLOCKS`
+    blocks, of every ``processes + 1`` blocks this process keeps one and the workers parse the
+    others (two blocks each at most ahead), so convert's Python runs on more than one core. The
+    values are :func:`_fast_samples`'s own, so the samples are exactly the in-process ones."""
+    if processes <= 0 or params.text_fields:
+        yield from ((item, None) for item in items)
+        return
+    pool: ProcessPoolExecutor | None = None
+    pending: deque[tuple[LineBlock | RawRecord, Future[list] | None]] = deque()
+    blocks = 0
+    try:
+        for item in items:
+            future = None
+            if isinstance(item, LineBlock):
+                blocks += 1
+                if blocks > _INLINE_BLOCKS and blocks % (processes + 1):
+                    if pool is None:
+                        pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+                    future = pool.submit(_fast_samples, item.lines, params.text_field, params.id_field)
+            pending.append((item, future))
+            while len(pending) > 2 * (processes + 1):
+                done, fut = pending.popleft()
+                yield done, fut.result() if fut is not None else None
+        while pending:
+            done, fut = pending.popleft()
+            yield done, fut.result() if fut is not None else None
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from operators.minhash._threads import ordered_map
-from operators.minhash.lsh import ABSENT, candidate_edges
+from operators.minhash.lsh import ABSENT, candidate_edges, unique_sorted
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
 from operators.minhash.store import load_signatures, widen
@@ -85,11 +85,18 @@ def _shingle_sets(
     """(sorted sets, their offsets, has-CJK flags) of ``texts[rows]`` (``rows`` sorted), batch by batch."""
     parts, offsets, flags, base = [], [np.zeros(1, np.int64)], [], 0
 
-    def sets_of(batch: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def sets_of(item: pa.Array | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        batch = next(_take_permuted(texts, item)) if isinstance(texts, PermutedTexts) else item
         hashes, hash_offsets, cjk = shingle_hashes(batch, params)
         return (*sorted_sets(hashes, hash_offsets), cjk)
 
-    for sets, set_offsets, cjk in ordered_map(sets_of, _take_in_batches(texts, rows)):
+    # permuted texts are taken on the worker threads too (from every chunk: most of the work)
+    items: Iterator[pa.Array | np.ndarray] = (
+        (rows[lo : lo + _SET_BATCH] for lo in range(0, len(rows), _SET_BATCH))
+        if isinstance(texts, PermutedTexts)
+        else _take_in_batches(texts, rows)
+    )
+    for sets, set_offsets, cjk in ordered_map(sets_of, items):
         parts.append(sets)
         offsets.append(set_offsets[1:] + base)
         flags.append(cjk)
@@ -126,7 +133,7 @@ class _ShingleSets:
 
     def _by_chars(self, rows: np.ndarray) -> None:
         """Make the character sets of ``rows`` that have none yet."""
-        rows = np.unique(rows[self._char_local[rows] < 0])
+        rows = unique_sorted(rows[self._char_local[rows] < 0])
         if not len(rows):
             return
         sets, offsets, _ = _shingle_sets(self._texts, rows, replace(self._params, script="cjk"))
@@ -155,7 +162,7 @@ def _cluster(
     if params.verify == "exact":
         if texts is None or len(texts) != n:
             raise ValueError('verify="exact" needs the texts of every row')
-        sets = _ShingleSets(texts, np.unique(np.concatenate([src, dst])), params)
+        sets = _ShingleSets(texts, unique_sorted(np.concatenate([src, dst])), params)
         keep = sets.jaccard(src, dst) >= params.threshold
     elif params.verify == "estimate":
         keep = estimated_jaccard(sigs, src, dst, params.num_perm) >= params.threshold

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from operators.base import ClusterOperator
 from operators.minhash.dedupe import PermutedTexts, dedupe, dedupe_incremental, published_candidates
 from operators.minhash.params import MinHashParams
-from operators.minhash.store import SIGNATURE_SCHEMA, signature_batch
+from operators.minhash.store import SIGNATURE_SCHEMA, signature_batch, without_signatures
 from operators.minhash.survivors import lineage_records
 from storage.errors import Invalid
 
@@ -68,6 +68,11 @@ class MinHashDedupe(ClusterOperator):
         sources = batch.column("source_dataset").to_pylist()
         return out.append_column(PRIORITY_FIELD, pa.array([ranks.get(x, 0) for x in sources], pa.int64()))
 
+    def held_sketch(self, sketch: pa.RecordBatch) -> pa.RecordBatch:
+        """Without its signatures (checked first) when exact verification decides: see
+        :func:`~operators.minhash.store.without_signatures`."""
+        return without_signatures(sketch, self.params_) if self.needs_texts else sketch
+
     def cluster(
         self,
         sketches: pa.Table,
@@ -78,6 +83,8 @@ class MinHashDedupe(ClusterOperator):
         # Bucket stars are centred on the first row of each bucket: put rows in sample_id order so
         # decisions do not depend on how an engine ordered or partitioned the samples.
         order = pc.sort_indices(sketches.column("sample_id"))
+        if self.needs_texts and (published is None or published.num_rows == 0):
+            sketches = without_signatures(sketches, self.params_)  # verified by texts: not read
         sketches = sketches.take(order)
         if published is None or published.num_rows == 0:
             permuted = PermutedTexts(texts, order.to_numpy().astype(np.int64)) if texts is not None else None

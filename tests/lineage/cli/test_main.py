@@ -164,3 +164,11 @@ def test_the_group_alone_runs_as_it_does_on_the_whole_app(tmp_path: Path) -> Non
         whole = CliRunner().invoke(build_app(), args, env={"LINEAGE_HOME": str(tmp_path / "home")})
         assert result.returncode == whole.exit_code, (args, result.stderr, whole.output)
         assert ("apply" in result.stdout) == ("apply" in whole.stdout), args
+
+
+def test_python_m_lineage_imported_by_a_spawned_worker_runs_no_command() -> None:
+    """``lineage dedupe`` parses in spawned worker processes, which import ``__main__`` (here
+    ``lineage.__main__``) as ``__mp_main__``: that import must not run the command again."""
+    code = "import runpy\nrunpy.run_module('lineage', run_name='__mp_main__')\nprint('imported')"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "imported"  # main() would print the usage and exit first

@@ -330,3 +330,43 @@ def test_priority_orders_a_cluster_after_published_and_before_the_policy() -> No
     assert kept(none, np.array([0, 0, 1, 0])) == ["c", "c", None, None]  # the higher rank, though shorter
     published = np.array([True, False, False, False])
     assert kept(published, np.array([0, 0, 1, 0])) == [None, "a", "a", None]  # published still first
+
+
+def test_without_signatures_decides_as_the_whole_table_does() -> None:
+    """Exact verification never reads a signature: a table (or batch) without them loads zero-width
+    signatures and the same bands, and the operator decides exactly as before; a malformed signature
+    is still refused, and a table whose bands must be recomputed keeps its signatures."""
+    from operators.minhash.operator import MinHashDedupe
+    from operators.minhash.store import without_signatures
+
+    params = MinHashParams()
+    bases = [_doc(s, 80) for s in range(60)]
+    texts = bases + [_edit(t, 1, 100 + i) for i, t in enumerate(bases[:40])] + ["中文文本 near 重复 " * 6] * 2
+    ids = [f"{k:08x}" for k in range(len(texts))][::-1]  # not in sample_id order: cluster sorts
+    table = _table(ids, texts, params)
+    slim = without_signatures(table, params)
+    assert "signature" not in slim.column_names
+    sigs, bands = load_signatures(slim, params)
+    assert sigs.shape == (len(texts), 0)
+    np.testing.assert_array_equal(bands, load_signatures(table, params)[1])
+    assert dedupe(slim, params, pa.array(texts)).equals(dedupe(table, params, pa.array(texts)))
+
+    op = MinHashDedupe(params.to_dict())
+    batch = table.to_batches()[0]
+    held = op.held_sketch(batch)
+    assert "signature" not in held.schema.names and held.num_rows == batch.num_rows
+    want = op.cluster(table, pa.chunked_array([pa.array(texts)]))
+    assert op.cluster(pa.Table.from_batches([held]), pa.chunked_array([pa.array(texts)])).equals(want)
+    assert pa.compute.sum(pa.compute.equal(want.column("verdict"), "dropped")).as_py() >= 40
+    # estimated verification reads signatures: they are kept
+    assert "signature" in MinHashDedupe({**params.to_dict(), "verify": "estimate"}).held_sketch(batch).schema.names
+    # another band layout recomputes bands from signatures: they are kept
+    assert "signature" in without_signatures(table, MinHashParams(bands=16, rows=8)).column_names
+
+    short = table.set_column(
+        table.schema.get_field_index("signature"), "signature", pa.array([b"\x00" * 8] * len(texts), pa.binary())
+    )
+    with pytest.raises(ValueError, match="signature"):
+        without_signatures(short, params)
+    with pytest.raises(ValueError, match="seed=2"):
+        without_signatures(table, MinHashParams(seed=2))

@@ -90,3 +90,25 @@ def test_connected_components_long_chain() -> None:
     n = 100_000
     labels = connected_components(n, np.arange(1, n), np.arange(n - 1))
     assert (labels == 0).all()
+
+
+def test_unique_sorted_is_np_unique() -> None:
+    from operators.minhash.lsh import unique_sorted
+
+    rng = np.random.default_rng(3)
+    for values in (rng.integers(0, 50, 1000, dtype=np.uint64), np.zeros(0, np.uint64), np.array([7], np.int64)):
+        np.testing.assert_array_equal(unique_sorted(values), np.unique(values))
+        np.testing.assert_array_equal(unique_sorted(values, kind="stable"), np.unique(values))
+
+
+def test_candidate_edges_merge_bands_with_repeated_edges() -> None:
+    """Per-band deduplicated, then merged: equal to deduplicating every band's edges at once."""
+    rng = np.random.default_rng(5)
+    bands = rng.integers(1, 40, (500, 9), dtype=np.uint64)
+    bands[rng.random((500, 9)) < 0.2] = 0  # ABSENT: no bucket in that band
+    src, dst = candidate_edges(bands)
+    ids = np.arange(500, dtype=np.int64)
+    every = [star_edges(ids[bands[:, j] != 0], bands[bands[:, j] != 0, j]) for j in range(9)]
+    packed = np.unique(np.concatenate([(s.astype(np.uint64) << np.uint64(32)) | d.astype(np.uint64) for s, d in every]))
+    np.testing.assert_array_equal(src, (packed >> np.uint64(32)).astype(np.int64))
+    np.testing.assert_array_equal(dst, (packed & np.uint64(0xFFFFFFFF)).astype(np.int64))
