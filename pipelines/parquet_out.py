@@ -8,7 +8,9 @@ from one contiguous chunk (Parquet pages are cut per chunk): the same rows give 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -77,8 +79,15 @@ def _value_sizes(array: pa.Array) -> np.ndarray:
     return np.full(len(array), max(1, width // 8), np.int64)
 
 
+QUEUED = 2  # file operations waiting for the writer's thread: a row group being compressed, the next one
+
+
 class PartWriter:
     """Rolls over to a new part file every ``file_rows`` rows. Not thread-safe.
+
+    Files are opened, written and closed on one background thread per writer, in the order asked:
+    compressing a row group (zstd, which releases the GIL) overlaps the caller's work on the next rows,
+    and the bytes are those a synchronous writer writes. :meth:`close` returns once every file is whole.
 
     A row group holds ``row_group_rows`` rows, or fewer when they would exceed ``row_group_bytes``
     of values (:func:`row_sizes`; a single larger row is a row group of its own): readers hold
@@ -103,14 +112,35 @@ class PartWriter:
         self.file_rows, self.row_group_rows, self.part_label = file_rows, row_group_rows, part_label
         self.row_group_bytes = row_group_bytes
         self.files: list[str] = []
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: pq.ParquetWriter | None = None  # touched by the background thread only
+        self._file_open = False
         self._rows_in_file = 0
         self._buffer: list[pa.Table] = []
         self._buffered = 0
         self._buffered_bytes = 0
+        self._thread: ThreadPoolExecutor | None = None
+        self._queued: deque[Future[None]] = deque()
 
-    def _open(self) -> None:
-        relative = f"{self.prefix}/{self.part_label}-{len(self.files):05d}.parquet"
+    # -- the file operations, in order on one background thread ----------------------------------
+    def _submit(self, operation: Callable[..., None], *args: object) -> None:
+        """Queue a file operation. At most :data:`QUEUED` wait, so memory stays a few row groups; the first
+        error of any is raised here or by :meth:`close`, and nothing is queued after it."""
+        while len(self._queued) >= QUEUED or (self._queued and self._queued[0].done()):
+            self._queued.popleft().result()
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="parquet-writer")
+        self._queued.append(self._thread.submit(operation, *args))
+
+    def _wait(self) -> None:
+        try:
+            while self._queued:
+                self._queued.popleft().result()
+        finally:
+            if self._thread is not None:
+                self._thread.shutdown(wait=True, cancel_futures=True)
+                self._thread = None
+
+    def _do_open(self, relative: str) -> None:
         self.tier.filesystem.create_dir(self.tier.path(self.table_path, self.prefix), recursive=True)
         sink = self.tier.filesystem.open_output_stream(self.tier.path(self.table_path, relative))
         self._writer = pq.ParquetWriter(
@@ -120,8 +150,22 @@ class PartWriter:
             write_statistics=True,
             store_schema=embeds_arrow_schema(self.schema),
         )
+
+    def _do_write(self, group: pa.Table) -> None:
+        assert self._writer is not None
+        self._writer.write_table(group, row_group_size=group.num_rows)
+
+    def _do_close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    # -- the caller's side ---------------------------------------------------------------------
+    def _open(self) -> None:
+        relative = f"{self.prefix}/{self.part_label}-{len(self.files):05d}.parquet"
         self.files.append(relative)
-        self._rows_in_file = 0
+        self._file_open, self._rows_in_file = True, 0
+        self._submit(self._do_open, relative)
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Buffer rows and write full row groups, so small input batches give full row groups."""
@@ -147,7 +191,7 @@ class PartWriter:
             ends = np.concatenate([[0], np.cumsum(row_sizes(pending))])
         offset, left = 0, pending.num_rows
         while left:
-            in_file = self._rows_in_file if self._writer is not None else 0
+            in_file = self._rows_in_file if self._file_open else 0
             if in_file >= self.file_rows:
                 in_file = 0
             limit = min(self.row_group_rows, self.file_rows - in_file)
@@ -157,12 +201,11 @@ class PartWriter:
                 take = min(take, max(1, fit))
             if take == left < limit and not final:
                 break  # the next rows decide where this group ends
-            if self._writer is None or self._rows_in_file >= self.file_rows:
+            if not self._file_open or self._rows_in_file >= self.file_rows:
                 self.close_file()
                 self._open()
-            assert self._writer is not None
             group = pending.slice(offset, take).combine_chunks()  # one chunk: pages cut the same for any batching
-            self._writer.write_table(group, row_group_size=take)
+            self._submit(self._do_write, group)
             self._rows_in_file += take
             offset, left = offset + take, left - take
         if left:
@@ -170,13 +213,17 @@ class PartWriter:
             self._buffer, self._buffered, self._buffered_bytes = [rest], rest.num_rows, rest.nbytes
 
     def close_file(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        if self._file_open:
+            self._file_open = False
+            self._submit(self._do_close)
 
     def close(self) -> list[str]:
-        self._drain(final=True)
-        self.close_file()
+        """Write what is buffered, close the last file and wait for every write: the files are whole."""
+        try:
+            self._drain(final=True)
+            self.close_file()
+        finally:
+            self._wait()
         return self.files
 
     def write_all(self, batches: Iterable[pa.RecordBatch]) -> list[str]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from lineage.settings import TierConfig
 from operators.schema import SAMPLE_SCHEMA
@@ -67,3 +68,23 @@ def test_zoned_types_and_schema_metadata_keep_the_arrow_schema(tmp_path: Path) -
     tagged = pa.table({"s": ["x"]}).replace_schema_metadata({"origin": "test"})
     assert embeds_arrow_schema(tagged.schema)
     assert pq.read_table(_written(tmp_path / "tagged", tagged)).schema.metadata == {b"origin": b"test"}
+
+
+def test_files_are_whole_at_close_and_a_failed_write_is_raised(tmp_path: Path) -> None:
+    """Files are written on the writer's own thread: close waits for them (every file readable, the rows
+    in order across many files), and an error there (the table's folder is a file) reaches the caller."""
+    tier = Tier(TierConfig(name="t", kind="posix", root=str(tmp_path)))
+    writer = PartWriter(tier, "table", "run", SCHEMA, file_rows=30, row_group_rows=10)
+    for start in range(0, 1000, 7):
+        writer.write(pa.table({"text": [str(i) for i in range(start, min(start + 7, 1000))]}, schema=SCHEMA))
+    parts = writer.close()
+    assert len(parts) == 34
+    rows = [t for part in parts for t in pq.read_table(tmp_path / "table" / part).column("text").to_pylist()]
+    assert rows == [str(i) for i in range(1000)]
+
+    (tmp_path / "blocked").write_text("a file where the table's folder would be")
+    broken = PartWriter(tier, "blocked", "run", SCHEMA, file_rows=30, row_group_rows=10)
+    with pytest.raises(OSError):
+        for _ in range(0, 1000, 7):
+            broken.write(pa.table({"text": ["x"] * 7}, schema=SCHEMA))
+        broken.close()
