@@ -28,12 +28,18 @@ class _Fake(PipelineRunner):
 
     def _decide(
         self, dag: DagSpec, name: str, versions: dict[str, int], forced: bool
-    ) -> tuple[StageDecision, PipelineSpec]:
+    ) -> tuple[StageDecision, PipelineSpec, list[dict[str, object]]]:
         assert all(up in versions for up in dag.stage(name).upstream), f"{name} decided before its inputs ended"
-        return StageDecision(name, RUN, "fake", dataset=name), dag.stage_spec(name, versions)
+        return StageDecision(name, RUN, "fake", dataset=name), dag.stage_spec(name, versions), []
 
     def _run_stage(
-        self, spec: PipelineSpec, engine: str, pipeline_run_id: str, name: str, progress: object
+        self,
+        spec: PipelineSpec,
+        inputs: list[dict[str, object]],
+        engine: str,
+        pipeline_run_id: str,
+        name: str,
+        progress: object,
     ) -> tuple[int, str]:
         with self.lock:
             self.events.append(("start", name))
