@@ -102,12 +102,11 @@ def _read_lineage(lineage: Any) -> _LineagePass:
         if not batch.num_rows:
             continue
         parts.append(rule_counts(batch))
-        dropped.append(batch.column("sample_id").filter(pc.equal(batch.column("verdict"), "dropped")))
+        ids = batch.column("sample_id").cast(pa.string())  # a table written by another writer may hold large strings
+        dropped.append(ids.filter(pc.equal(batch.column("verdict"), "dropped")))
         first = pc.equal(batch.column("step"), 0)
-        source = pc.struct_field(pc.struct_field(batch.column("detail"), "source"), "dataset")
-        sources.append(
-            pa.record_batch([batch.column("sample_id").filter(first), source.filter(first)], ["sample_id", "source"])
-        )
+        source = pc.struct_field(pc.struct_field(batch.column("detail"), "source"), "dataset").cast(pa.string())
+        sources.append(pa.record_batch([ids.filter(first), source.filter(first)], ["sample_id", "source"]))
     parts = [p for p in parts if p.num_rows]
     rules: list[dict[str, Any]] = []
     if parts:
@@ -118,11 +117,10 @@ def _read_lineage(lineage: Any) -> _LineagePass:
         )
         rows = total.rename_columns(["operator", "rule", "dropped", "modified", "failed"]).to_pylist()
         rules = sorted(rows, key=lambda r: (r["operator"], r["rule"]))
-    ids = pa.chunked_array(dropped, pa.string()) if dropped else pa.chunked_array([], pa.string())
     source_schema = pa.schema([("sample_id", pa.string()), ("source", pa.string())])
     return _LineagePass(
         rules,
-        pa.table({"sample_id": ids}),
+        pa.table({"sample_id": pa.chunked_array(dropped, pa.string())}),
         pa.Table.from_batches(sources, source_schema) if sources else source_schema.empty_table(),
     )
 
