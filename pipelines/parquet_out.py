@@ -124,17 +124,22 @@ class PartWriter:
     # -- the file operations, in order on one background thread ----------------------------------
     def _submit(self, operation: Callable[..., None], *args: object) -> None:
         """Queue a file operation. At most :data:`QUEUED` wait, so memory stays a few row groups; the first
-        error of any is raised here or by :meth:`close`, and nothing is queued after it."""
+        error of any, in their order, is raised here or by :meth:`close`."""
         while len(self._queued) >= QUEUED or (self._queued and self._queued[0].done()):
             self._queued.popleft().result()
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="parquet-writer")
         self._queued.append(self._thread.submit(operation, *args))
 
-    def _wait(self) -> None:
+    def _wait(self, *, errors: bool = True) -> None:
+        """Every queued operation done; its first error raised (``errors``), or none: one is being raised."""
         try:
             while self._queued:
-                self._queued.popleft().result()
+                future = self._queued.popleft()
+                if errors:
+                    future.result()
+                else:
+                    future.exception()
         finally:
             if self._thread is not None:
                 self._thread.shutdown(wait=True, cancel_futures=True)
@@ -222,8 +227,10 @@ class PartWriter:
         try:
             self._drain(final=True)
             self.close_file()
-        finally:
-            self._wait()
+        except BaseException:
+            self._wait(errors=False)  # the error raised is the first one, not what followed from it
+            raise
+        self._wait()
         return self.files
 
     def write_all(self, batches: Iterable[pa.RecordBatch]) -> list[str]:

@@ -84,7 +84,7 @@ def test_files_are_whole_at_close_and_a_failed_write_is_raised(tmp_path: Path) -
 
     (tmp_path / "blocked").write_text("a file where the table's folder would be")
     broken = PartWriter(tier, "blocked", "run", SCHEMA, file_rows=30, row_group_rows=10)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError):  # the first error: not the failed writes that follow from it
         for _ in range(0, 1000, 7):
             broken.write(pa.table({"text": ["x"] * 7}, schema=SCHEMA))
         broken.close()
