@@ -8,6 +8,8 @@ from one contiguous chunk (Parquet pages are cut per chunk): the same rows give 
 
 from __future__ import annotations
 
+import functools
+import io
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,7 +19,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from storage.delta import UNINDEXED_COLUMNS
 from storage.tier import Tier
+
+#: Columns whose values are (nearly) all distinct: a dictionary page of them is built only to be thrown
+#: away when Parquet falls back to plain encoding, which costs about a tenth of a file's write time and a
+#: few percent of its size. Free text is in the set too, and gets no Parquet min/max statistics either,
+#: as it gets none in the Delta log (``UNINDEXED_COLUMNS``): a statistic is a copy of a record's bytes.
+DISTINCT_VALUED = frozenset({"sample_id", "content_hash"}) | UNINDEXED_COLUMNS
 
 # Arrow types that Parquet's own logical types read back exactly, with no embedded Arrow schema
 _PARQUET_NATIVE = {
@@ -41,6 +50,17 @@ def embeds_arrow_schema(schema: pa.Schema) -> bool:
     by default.
     """
     return bool(schema.metadata) or any(field.type not in _PARQUET_NATIVE for field in schema)
+
+
+@functools.lru_cache(maxsize=64)
+def leaf_columns(schema: pa.Schema, leave_out: frozenset[str]) -> list[str]:
+    """Parquet column paths of ``schema`` (a nested field's leaves, ``l.list.element``), but those of the
+    top-level fields in ``leave_out``: per-column writer options name leaves, not fields."""
+    sink = io.BytesIO()
+    pq.write_table(schema.empty_table(), sink)
+    parquet = pq.ParquetFile(io.BytesIO(sink.getvalue())).schema
+    paths = (parquet.column(i).path for i in range(len(parquet)))
+    return [p for p in paths if p.split(".", 1)[0] not in leave_out]
 
 
 def row_sizes(data: pa.Table | pa.RecordBatch) -> np.ndarray:
@@ -152,7 +172,8 @@ class PartWriter:
             sink,
             self.schema,
             compression="zstd",
-            write_statistics=True,
+            use_dictionary=leaf_columns(self.schema, DISTINCT_VALUED),
+            write_statistics=leaf_columns(self.schema, UNINDEXED_COLUMNS),
             store_schema=embeds_arrow_schema(self.schema),
         )
 

@@ -13,6 +13,7 @@ anything that loads SQLAlchemy, DuckDB, deltalake or numba is imported inside th
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
@@ -63,6 +64,26 @@ def _root(
     )
 
 
+_WHOLE_PROCESS = [False]  # set by the console script: this process runs one command and exits
+
+
+def as_whole_process() -> None:
+    """Called by :func:`lineage.cli.main.main`: the process is this command's (see :func:`freeze_start_up`)."""
+    _WHOLE_PROCESS[0] = True
+
+
+def freeze_start_up() -> None:
+    """Move every object alive now to the collector's permanent generation (``gc.freeze``).
+
+    What start-up made (some 800 modules' functions and classes, pydantic and SQLAlchemy metadata) lives
+    until exit, yet each full collection walks it again, and the interpreter's exit runs several: about
+    0.05 s of collections during a takedown apply and 0.25 s at its exit. Frozen objects are still freed
+    by reference counting as before. Only in the ``lineage`` process itself: a test's in-process runner
+    keeps its own objects collectable."""
+    if _WHOLE_PROCESS[0]:
+        gc.freeze()
+
+
 def new_app() -> typer.Typer:
     """The root ``lineage`` app, with no verbs yet (:func:`lineage.cli.main.build_app` adds them)."""
     return typer.Typer(
@@ -89,6 +110,7 @@ def open_service() -> Iterator[Service]:
     """The service over the configured catalog, closed afterwards: what every catalog command calls."""
     from lineage.service.core import Service  # start-up: SQLAlchemy, DuckDB, deltalake
 
+    freeze_start_up()
     service = guard(lambda: Service(load_settings()))
     try:
         yield service

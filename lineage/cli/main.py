@@ -31,7 +31,7 @@ from lineage.cli import (
     tier,
     tokens,
 )
-from lineage.cli.app import new_app, new_group, report
+from lineage.cli.app import as_whole_process, freeze_start_up, new_app, new_group, report
 from lineage.errors import translate
 
 
@@ -145,6 +145,7 @@ def main() -> None:
     """The console script ``lineage`` and ``python -m lineage``. A refusal that escapes a verb's own
     :func:`~lineage.cli.app.guard` (settings that do not load, a catalog that cannot be opened) is one line
     and its exit code too; anything else is a bug and prints its traceback."""
+    as_whole_process()
     try:
         only_the_group_invoked(build_app(), sys.argv[1:])()
     except Exception as exc:
@@ -152,3 +153,5 @@ def main() -> None:
         if error is None:
             raise
         sys.exit(report(error))
+    finally:
+        freeze_start_up()  # the interpreter's exit then skips its collections over what is alive

@@ -189,7 +189,9 @@ class RewriteFiles:
         """Item ``i``: its manifest rows, and the :data:`REMOVED_COLUMNS` of the rows it dropped (read anyway;
         the local engine keeps them for the successor's QC report, a distributed one has no way back)."""
         with self.tier.filesystem.open_input_file(self.tier.path(self.table, self.files[i])) as handle:
-            table = pq.ParquetFile(handle).read(columns=SAMPLE_SCHEMA.names)
+            # one thread per file: the files are rewritten in parallel, and a file's own column threads
+            # would only contend with them for the same cores
+            table = pq.ParquetFile(handle).read(columns=SAMPLE_SCHEMA.names, use_threads=False)
         if table.schema != SAMPLE_SCHEMA:
             table = table.cast(SAMPLE_SCHEMA)
         gone = pc.is_in(table.column("sample_id"), pa.array(self.drops[i], pa.string()))

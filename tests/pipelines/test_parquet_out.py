@@ -61,6 +61,34 @@ def test_flat_files_leave_the_string_layout_to_the_reader(tmp_path: Path) -> Non
     assert views.column("s").to_pylist() == ["a", "b" * 40]
 
 
+def test_free_text_has_no_statistics_and_distinct_columns_no_dictionary(tmp_path: Path) -> None:
+    """A Parquet min/max of ``text`` is a copy of a record's bytes (#22), and a dictionary of ids, hashes or
+    texts is built only to be discarded: neither is written. Repeated columns keep their dictionary."""
+    rows = 50
+    table = pa.table(
+        {
+            "sample_id": [f"id-{i:04d}" for i in range(rows)],
+            "text": [f"text number {i} zqxsecret" for i in range(rows)],
+            "content_hash": [f"{i:032x}" for i in range(rows)],
+            "source_dataset": ["raw"] * rows,
+            "source_version": [1] * rows,
+            "source_uri": ["file:///a.jsonl"] * rows,
+            "source_path": ["a.jsonl"] * rows,
+            "source_row": list(range(rows)),
+            "source_offset": list(range(rows)),
+            "meta": ['{"url": "https://example.org"}'] * rows,
+        },
+        schema=SAMPLE_SCHEMA,
+    )
+    group = pq.ParquetFile(_written(tmp_path, table)).metadata.row_group(0)
+    columns = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    assert not columns["text"].is_stats_set and not columns["meta"].is_stats_set
+    assert columns["sample_id"].statistics.min == "id-0000"  # what key ranges and Delta statistics read
+    for name in ("sample_id", "text", "content_hash", "meta"):
+        assert "RLE_DICTIONARY" not in columns[name].encodings, name
+    assert "RLE_DICTIONARY" in columns["source_dataset"].encodings
+
+
 def test_zoned_types_and_schema_metadata_keep_the_arrow_schema(tmp_path: Path) -> None:
     zoned = pa.table({"at": pa.array([0], pa.timestamp("ms", tz="Asia/Shanghai"))})
     assert embeds_arrow_schema(zoned.schema)

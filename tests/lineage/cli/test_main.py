@@ -3,6 +3,7 @@ import says why it is lazy, and every refusal exits with the code of its row in 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -172,3 +173,19 @@ def test_python_m_lineage_imported_by_a_spawned_worker_runs_no_command() -> None
     code = "import runpy\nrunpy.run_module('lineage', run_name='__mp_main__')\nprint('imported')"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "imported"  # main() would print the usage and exit first
+
+
+def test_start_up_objects_are_frozen_only_in_the_lineage_process() -> None:
+    """The console script freezes what start-up made (the exit then skips collecting it); a test's in-process
+    runner, which never calls ``main``, keeps its objects collectable."""
+    from lineage.cli.app import freeze_start_up
+
+    before = gc.get_freeze_count()
+    freeze_start_up()
+    assert gc.get_freeze_count() == before
+    script = (
+        "import gc, sys\nfrom lineage.cli.main import main\nsys.argv = ['lineage', '--version']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\nprint(gc.get_freeze_count())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert int(out.stdout.strip().splitlines()[-1]) > 10_000
