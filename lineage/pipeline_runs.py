@@ -343,4 +343,3 @@ class _InPlace(Executor):
         except BaseException as exc:  # re-raised by the caller, from the future, like a thread's
             future.set_exception(exc)
         return future
-

@@ -1351,4 +1351,3 @@ def build_all() -> None:
         if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel:
             value.model_config["defer_build"] = False
             value.model_rebuild()
-

@@ -124,4 +124,3 @@ def test_an_output_file_in_a_folder_that_does_not_exist_yet_is_written_there(
     summary = dedupe_files([src], out, settings=settings)
     assert summary.kept == 3 and out.is_file() and Path(f"{out}.duplicates.parquet").is_file()
     assert gzip.decompress(out.read_bytes()) == gzip.decompress(src.read_bytes())
-
