@@ -53,14 +53,14 @@ def embeds_arrow_schema(schema: pa.Schema) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def leaf_columns(schema: pa.Schema, leave_out: frozenset[str]) -> list[str]:
+def leaf_columns(schema: pa.Schema, leave_out: frozenset[str]) -> tuple[str, ...]:
     """Parquet column paths of ``schema`` (a nested field's leaves, ``l.list.element``), but those of the
     top-level fields in ``leave_out``: per-column writer options name leaves, not fields."""
     sink = io.BytesIO()
     pq.write_table(schema.empty_table(), sink)
     parquet = pq.ParquetFile(io.BytesIO(sink.getvalue())).schema
     paths = (parquet.column(i).path for i in range(len(parquet)))
-    return [p for p in paths if p.split(".", 1)[0] not in leave_out]
+    return tuple(p for p in paths if p.split(".", 1)[0] not in leave_out)  # cached: not to be changed
 
 
 def row_sizes(data: pa.Table | pa.RecordBatch) -> np.ndarray:
@@ -172,8 +172,8 @@ class PartWriter:
             sink,
             self.schema,
             compression="zstd",
-            use_dictionary=leaf_columns(self.schema, DISTINCT_VALUED),
-            write_statistics=leaf_columns(self.schema, UNINDEXED_COLUMNS),
+            use_dictionary=list(leaf_columns(self.schema, DISTINCT_VALUED)),
+            write_statistics=list(leaf_columns(self.schema, UNINDEXED_COLUMNS)),
             store_schema=embeds_arrow_schema(self.schema),
         )
 
