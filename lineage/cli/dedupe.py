@@ -1,5 +1,7 @@
 """``lineage dedupe FILES``: near-duplicate removal for someone who just has files (the service's
-``dedupe_files``; the work is in :mod:`lineage.dedupe_files`)."""
+``dedupe_files``; the work is in :mod:`lineage.dedupe_files`). It needs no catalog, so the verb builds the
+service's file operations alone (:class:`lineage.service.files.FileOperations`, which ``Service``
+inherits), not the whole service with the catalog stack it would import."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from lineage.cli.app import console, guard, open_service
+from lineage.cli.app import collector_paused, console, guard, load_settings
 
 
 def dedupe(
@@ -35,12 +37,14 @@ def dedupe(
     """Remove near-duplicates from files: kept records in the input's format, plus a report."""
     minhash = {"threshold": threshold, "num_perm": num_perm, "ngram": ngram, "script": script}
     minhash |= {"bands": bands, "rows": rows, "verify": verify}
-    with open_service() as service:
-        summary = guard(
-            lambda: service.dedupe_files(
-                inputs, output, minhash=minhash, engine=engine, text_field=text_field, id_field=id_field
-            )
+    with collector_paused():
+        from lineage.service.files import FileOperations  # start-up: pydantic schemas, only when the verb runs
+    files = guard(lambda: FileOperations(load_settings()))
+    summary = guard(
+        lambda: files.dedupe_files(
+            inputs, output, minhash=minhash, engine=engine, text_field=text_field, id_field=id_field
         )
+    )
     console.print(f"settings: {summary.settings}", highlight=False, soft_wrap=True)
     console.print(
         f"{summary.records:,} records in {summary.inputs} file(s): kept {summary.kept:,}, dropped "

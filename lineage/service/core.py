@@ -42,8 +42,9 @@ from lineage.releases import placement, usage
 from lineage.service import auth, evalruns, evalsets, samples, search, takedowns
 from lineage.service import schemas as S
 from lineage.service.errors import BadRequest, NotFound
+from lineage.service.files import FileOperations
 from lineage.service.tables import Duck, TableCache
-from lineage.settings import Settings, get_settings
+from lineage.settings import Settings
 from lineage.version import code_version
 from storage import names
 
@@ -61,11 +62,11 @@ VERDICTS = ("kept", "dropped", "modified")  # operators.lineage_records.Verdict,
 MAX_STEP_SEQUENCES = 1 << 20  # sequences one reader_step answer may hold (every rank's batch)
 
 
-class Service:
+class Service(FileOperations):
     """One per process (the HTTP app) or per in-process client; thread-safe."""
 
     def __init__(self, settings: Settings | None = None, catalog: Catalog | None = None) -> None:
-        self.settings = settings or get_settings()
+        super().__init__(settings)
         self._catalog = catalog
         self._opening = threading.Lock()
         self.tables = TableCache(self.settings)
@@ -953,46 +954,6 @@ class Service:
         problems = exports.verify_export(self.settings, row)
         files = sum(len(shard["files"]) + 1 for shard in row.manifest["shards"])
         return S.ExportVerification(export_id=export_id, tier=row.tier, path=row.path, files=files, problems=problems)
-
-    def dedupe_files(
-        self,
-        inputs: list[Path],
-        output: Path,
-        *,
-        minhash: dict[str, Any] | None = None,
-        engine: str = "local",
-        text_field: str = "text",
-        id_field: str | None = None,
-    ) -> S.DedupeResult:
-        """Near-duplicate removal for files (JSONL, plain or .gz, or Parquet): the kept records of each, byte
-        for byte, in ``output`` (a file for one input, else a folder), and a report of the dropped ones.
-        ``minhash`` is the ``minhash_dedupe`` operator's parameters. A private catalog and tier hold the
-        run: nothing of it lands in this service's catalog."""
-        # start-up: the run loads the operators (numba), the engines, deltalake, DuckDB
-        from lineage.dedupe_files import dedupe_files
-        from operators.minhash.params import MinHashParams
-
-        params = MinHashParams.from_dict(minhash)
-        out = dedupe_files(
-            [Path(p) for p in inputs],
-            Path(output),
-            settings=self.settings,
-            params=params,
-            engine=engine,
-            text_field=text_field,
-            id_field=id_field,
-        )
-        return S.DedupeResult(
-            inputs=out.inputs,
-            records=out.records,
-            kept=out.kept,
-            dropped=out.dropped,
-            quarantined=out.quarantined,
-            outputs=[str(p) for p in out.outputs],
-            report=str(out.report),
-            settings=out.settings(),
-            params=params.to_dict(),
-        )
 
     def copy_release(
         self,

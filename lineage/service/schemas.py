@@ -27,17 +27,11 @@ from lineage.catalog import models
 from lineage.errors import Invalid
 from lineage.releases import usage
 from lineage.releases.qc import GateConfig
+from lineage.service.files import DedupeResult as DedupeResult  # the file operations' own
+from lineage.service.model_base import Model
 from storage import names
 
 T = TypeVar("T")
-
-
-class Model(BaseModel):
-    """Every schema of this module: its validator and serializer are built at first use, not at import.
-    Building all of them took about 0.2 s of every CLI command's start-up, and a command uses two or three.
-    """
-
-    model_config = ConfigDict(defer_build=True)
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(models.as_utc)]
@@ -743,20 +737,6 @@ class ExportVerification(Model):
     path: str
     files: int = Field(description="Files the manifest lists (shards and sequence-lineage tables).")
     problems: list[str] = Field(description="Empty when every file reads back as recorded.")
-
-
-class DedupeResult(Model):
-    """What ``dedupe_files`` wrote: the kept records of each input, in its own format, and the report."""
-
-    inputs: int = Field(description="Input files.")
-    records: int = Field(description="Records read from them.")
-    kept: int
-    dropped: int = Field(description="Near-duplicates removed (one report row each).")
-    quarantined: int = Field(description="Records that did not parse (in the quarantine file beside the report).")
-    outputs: list[str] = Field(description="One output file per input.")
-    report: str = Field(description="Parquet: id, cluster_id, kept_id, jaccard of every dropped record.")
-    settings: str = Field(description="The near-duplicate settings used, the LSH layout resolved, on one line.")
-    params: dict[str, Any] = Field(description="The same as the ``minhash_dedupe`` operator's parameters.")
 
 
 class ReplicaResult(Model):

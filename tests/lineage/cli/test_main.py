@@ -223,3 +223,22 @@ def test_the_service_is_imported_with_the_collector_paused_only_in_the_lineage_p
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip().splitlines()[-1].split() == ["0", "True"]
+
+
+def test_lineage_dedupe_of_a_file_loads_no_catalog_stack(tmp_path: Path) -> None:
+    """``lineage dedupe`` needs no catalog: the verb builds the service's file operations alone, so neither
+    SQLAlchemy nor the catalog models nor the schemas module is imported (0.7 s of its start-up)."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": str(i), "text": f"document {i} " * 30}) + "\n" for i in range(10)))
+    script = (
+        "import sys\nfrom lineage.cli.main import main\n"
+        f"sys.argv = ['lineage', 'dedupe', {str(docs)!r}, '--output', {str(tmp_path / 'out.jsonl')!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        "heavy = ('sqlalchemy', 'lineage.catalog.models', 'lineage.service.schemas', 'lineage.service.core')\n"
+        "print(','.join(m for m in heavy if m in sys.modules) or 'none')\n"
+    )
+    env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "home")}
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "none"
+    assert (tmp_path / "out.jsonl").read_text().count("\n") == 10
