@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from lineage.cli.app import collector_paused, console, guard, load_settings
+from lineage.cli.app import console, guard, load_settings
 
 
 def dedupe(
@@ -37,8 +37,8 @@ def dedupe(
     """Remove near-duplicates from files: kept records in the input's format, plus a report."""
     minhash = {"threshold": threshold, "num_perm": num_perm, "ngram": ngram, "script": script}
     minhash |= {"bands": bands, "rows": rows, "verify": verify}
-    with collector_paused():
-        from lineage.service.files import FileOperations  # start-up: pydantic schemas, only when the verb runs
+    from lineage.service.files import FileOperations  # start-up: its schema (pydantic), only when the verb runs
+
     files = guard(lambda: FileOperations(load_settings()))
     summary = guard(
         lambda: files.dedupe_files(
