@@ -95,6 +95,12 @@ class MapOperator(Operator):
     not ``dropped``, in the same order (engines carry a row key alongside by position).
     """
 
+    # True: ``apply`` may run on several batches at once, on threads of one process, because it keeps
+    # no state between calls and its work releases the GIL (numba ``nogil`` kernels, Arrow compute).
+    # The local engine then runs a segment of such steps on a thread per core; each batch's output,
+    # and so the run's, is the same as one at a time. False (the default) for operators that do not say.
+    concurrent: ClassVar[bool] = False
+
     @abstractmethod
     def apply(self, batch: pa.RecordBatch) -> OperatorOutput: ...
 

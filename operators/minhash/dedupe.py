@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
-from operators.minhash._threads import ordered_map
 from operators.minhash.lsh import ABSENT, candidate_edges, unique_sorted
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
@@ -23,6 +22,7 @@ from operators.minhash.store import load_signatures, widen
 from operators.minhash.survivors import decide
 from operators.minhash.union_find import connected_components
 from operators.minhash.verify import estimated_jaccard, exact_jaccard, sorted_sets
+from operators.threads import ordered_map
 
 log = logging.getLogger(__name__)
 

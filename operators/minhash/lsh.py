@@ -19,8 +19,8 @@ import numpy as np
 from operators.minhash import small
 from operators.minhash._hashing import GOLDEN, fmix64
 from operators.minhash._jit import njit
-from operators.minhash._threads import ordered_map
 from operators.minhash.params import MinHashParams
+from operators.threads import ordered_map
 
 
 @functools.lru_cache(maxsize=64)

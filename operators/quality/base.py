@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 class QualityOperator(MapOperator):
     """Base of the quality rule sets: subclasses set ``name`` (their one name) and implement ``evaluate``."""
 
+    # a rule set measures each batch on its own, in numba kernels and Arrow compute
+    concurrent = True
+
     @abstractmethod
     def evaluate(self, texts: pa.Array) -> Evaluation:
         """Measure every enabled rule on ``texts`` (a string array, one per sample)."""

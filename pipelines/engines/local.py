@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import numpy as np
@@ -34,6 +35,7 @@ import pyarrow.parquet as pq
 from operators.base import ClusterOperator, GroupOperator
 from operators.lineage_records import LINEAGE_SCHEMA
 from operators.schema import QUARANTINE_SCHEMA, SAMPLE_SCHEMA
+from operators.threads import ordered_map
 from pipelines.arrow_util import conform
 from pipelines.config import ExecutionConfig
 from pipelines.engines.base import DatasetInput, Engine, Job, JobResult, SourceInput, TableTarget
@@ -81,6 +83,9 @@ PARTITION_TABLES = {
     QUARANTINE: QUARANTINE_SCHEMA,
     INGESTED: INGESTED_SCHEMA,
 }
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
 RECORDS = "records"  # a partition's counter of records read, for the progress display only
 
 
@@ -115,6 +120,15 @@ class LocalEngine(Engine):
 
     def _target_writer(self, target: TableTarget, schema: pa.Schema) -> PartWriter:
         return self._writer(target.tier, target.table_path, target.prefix, schema)
+
+    def _in_order(self, fn: Callable[[_T], _R], items: Iterable[_T], maps: tuple[Step, ...]) -> Iterator[_R]:
+        """``map(fn, items)``, where ``fn`` runs ``maps`` on an item: on a thread per core when every step
+        is :attr:`~operators.base.MapOperator.concurrent` (their kernels release the GIL, so the segment's
+        batches use every core, where one at a time used one), else here. Results come in item order
+        either way, so the partition's files are the same bytes; ``items`` is read on this thread."""
+        if maps and self.config.cores > 1 and all(getattr(step.operator, "concurrent", False) for step in maps):
+            return ordered_map(fn, items, self.config.cores)
+        return map(fn, items)
 
     def _duckdb(self, spill: Path) -> duckdb.DuckDBPyConnection:
         con = duckdb.connect()
@@ -218,13 +232,16 @@ class LocalEngine(Engine):
         folder = local_tier(parts.begin(index), name="partition")
         writers = {kind: self._writer(folder, kind, "parts", schema) for kind, schema in PARTITION_TABLES.items()}
         counters: Counter[str] = Counter()
-        for got in read(rows, counters):
+
+        def through_maps(got: _Read) -> tuple[_Read, pa.RecordBatch, list[pa.RecordBatch]]:
+            return got, *run_maps(got.samples, maps, job.run_id)
+
+        for got, kept, lineage in self._in_order(through_maps, read(rows, counters), maps):
             if got.lineage is not None:
                 writers[LINEAGE].write(got.lineage)
             if got.quarantine is not None:
                 writers[QUARANTINE].write(got.quarantine)
             writers[INGESTED].write(got.ids)
-            kept, lineage = run_maps(got.samples, maps, job.run_id)
             for records in lineage:
                 writers[LINEAGE].write(records)
             writers[SAMPLES].write(kept)
@@ -277,8 +294,7 @@ class LocalEngine(Engine):
         lineage_w: PartWriter,
     ) -> list[str]:
         writer = self._writer(staging, name, "parts", STAGED_SCHEMA)
-        for batch in batches:
-            kept, lineage = run_maps(batch, maps, job.run_id)
+        for kept, lineage in self._in_order(lambda batch: run_maps(batch, maps, job.run_id), batches, maps):
             for records in lineage:
                 lineage_w.write(records)
             writer.write(kept)

@@ -1,0 +1,37 @@
+"""A bounded, ordered thread map for batch loops whose work releases the GIL.
+
+numba kernels compiled ``nogil`` and Arrow's compute functions release the GIL, so batches of
+MinHash shingling, verification sets or LSH bands, and the batches of a pipeline's map steps
+(:attr:`operators.base.MapOperator.concurrent`), run on every core of a small machine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def threads() -> int:
+    """Threads per loop: the machine's cores, at most 4."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = None) -> Iterator[R]:
+    """``map(fn, items)`` on ``workers`` threads (default :func:`threads`), in order, taking at most two
+    items per thread from ``items`` ahead of the results (memory stays bounded). ``items`` is
+    iterated on the caller's thread."""
+    count = max(1, workers or threads())
+    with ThreadPoolExecutor(count, thread_name_prefix="batches") as pool:
+        pending: deque[Future[R]] = deque()
+        for item in items:
+            if len(pending) >= 2 * count:
+                yield pending.popleft().result()
+            pending.append(pool.submit(fn, item))
+        while pending:
+            yield pending.popleft().result()
