@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -12,6 +11,8 @@ import pyarrow as pa
 from operators.base import MapOperator, OperatorOutput, Params
 from operators.lineage_records import Verdict, lineage_batch
 
+_LOCK = threading.Lock()
+
 
 @dataclass(frozen=True)
 class RecorderParams(Params):
@@ -19,18 +20,29 @@ class RecorderParams(Params):
 
 
 class ConcurrentRecorder(MapOperator):
-    """Keeps every sample; notes ``(label, thread name)`` per batch. The short sleep releases the GIL, as
-    a kernel does, so the engine's next batch starts meanwhile on another thread when it may."""
+    """Keeps every sample; notes ``(label, thread name)`` per batch. A label's first batch waits (up to
+    ``WAIT`` seconds, releasing the GIL as a kernel does) for a second one to start, so an engine that
+    may run batches at once surely has a second thread busy meanwhile; one that runs them one at a time
+    pays the wait once per label."""
 
     name = "concurrent_recorder"
     version = "1"
     Params = RecorderParams
     concurrent = True
+    WAIT: ClassVar[float] = 1.0
     seen: ClassVar[list[tuple[str, str]]] = []
+    started: ClassVar[dict[str, threading.Event]] = {}
 
     def apply(self, batch: pa.RecordBatch) -> OperatorOutput:
-        type(self).seen.append((self.params.label, threading.current_thread().name))  # type: ignore[attr-defined]
-        time.sleep(0.02)
+        cls, label = type(self), self.params.label  # type: ignore[attr-defined]
+        with _LOCK:
+            cls.seen.append((label, threading.current_thread().name))
+            first = label not in cls.started
+            event = cls.started.setdefault(label, threading.Event())
+        if first:
+            event.wait(cls.WAIT)
+        else:
+            event.set()
         verdicts = pa.repeat(pa.scalar(Verdict.KEPT.value), batch.num_rows)
         lineage = lineage_batch(
             operator=self.name, operator_version=self.version, sample_ids=batch.column("sample_id"), verdicts=verdicts
@@ -44,3 +56,4 @@ class SerialRecorder(ConcurrentRecorder):
     name = "serial_recorder"
     concurrent = False
     seen: ClassVar[list[tuple[str, str]]] = []
+    started: ClassVar[dict[str, threading.Event]] = {}

@@ -24,8 +24,13 @@ from tests.support.thread_operators import ConcurrentRecorder, SerialRecorder
 def _recorders() -> None:
     registry.register(ConcurrentRecorder.name, "tests.support.thread_operators:ConcurrentRecorder")
     registry.register(SerialRecorder.name, "tests.support.thread_operators:SerialRecorder")
-    ConcurrentRecorder.seen.clear()
-    SerialRecorder.seen.clear()
+    _reset()
+
+
+def _reset() -> None:
+    for recorder in (ConcurrentRecorder, SerialRecorder):
+        recorder.seen.clear()
+        recorder.started.clear()
 
 
 def _run(raw: Path, settings: Settings, catalog: Catalog, output: str, cores: int) -> dict[str, pa.Table]:
@@ -66,8 +71,7 @@ def test_concurrent_map_steps_use_a_thread_per_core_and_give_the_same_output(
     raw = engine_corpus.build(tmp_path / "raw", docs=60)
     one = _run(raw, settings, catalog, "one-core", cores=1)
     on_one = set(ConcurrentRecorder.seen)
-    ConcurrentRecorder.seen.clear()
-    SerialRecorder.seen.clear()
+    _reset()
     two = _run(raw, settings, catalog, "two-cores", cores=2)
 
     main = threading.main_thread().name
