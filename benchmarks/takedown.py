@@ -8,7 +8,8 @@
    drawn from 5% of the data files, chosen at random.
 2. The data files are read once (the page cache warm for every side alike) and the project's modules
    compiled to bytecode (as installing the wheel does), then each side runs on a fresh copy of that
-   state (catalog and tier): Parquet data files are hard-linked
+   state (catalog and tier), written to disk (``os.sync``) before the side starts, so no side flushes an
+   earlier one's writes: Parquet data files are hard-linked
    (Delta never changes a data file in place), everything else (the SQLite catalog, Delta logs) is
    copied. So every side starts from the same bytes, and what it writes is found as new files.
    - ours, in-process: ``Service.apply_takedown`` on a new service that has answered the request's plan
@@ -50,6 +51,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +77,12 @@ SPEED_TARGET = 10.0
 BYTES_TARGET = 1.5  # ours may write at most this many times the affected files' bytes
 CATALOG_FILES = ("catalog.db", "catalog.db-wal", "catalog.db-journal", "catalog.db-shm")
 DATA_TABLE = DatasetTables.for_dataset(synthetic.DATASET).data
-PACKAGES = ("lineage", "operators", "pipelines", "storage", "api")  # the project's import packages
+
+
+def project_packages() -> list[str]:
+    """The project's top-level import packages, as ``pyproject.toml`` has setuptools find them."""
+    found = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    return sorted({pattern.removesuffix("*") for pattern in found["include"]})
 
 
 def _load() -> float:
@@ -301,9 +308,8 @@ def main() -> int:
     # An editable checkout (a fresh clone) has no bytecode for its own modules, so the first process to
     # import them writes it; installing the wheel compiles them, as it compiled the libraries the baseline
     # script imports. Compile once here, so neither whole-process side pays for it.
-    compiled = subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", *(str(REPO / p) for p in PACKAGES)], capture_output=True, text=True
-    )
+    packages = [str(REPO / p) for p in project_packages()]
+    compiled = subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], capture_output=True, text=True)
     if compiled.returncode != 0:
         raise SystemExit(f"compiling the project failed:\n{compiled.stdout}{compiled.stderr}")
 
