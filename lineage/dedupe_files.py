@@ -32,6 +32,7 @@ from operators.convert.readers import open_decompressed
 from operators.minhash.lsh import band_layout
 from operators.minhash.params import MinHashParams
 from operators.schema import QUARANTINE_SCHEMA
+from operators.threads import quick_handover
 from pipelines.integrity import INGESTED_SCHEMA, check_unique_ids
 from pipelines.sources import plan_source
 from pipelines.spec import PipelineSpec
@@ -185,15 +186,17 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     ingested: list[pa.RecordBatch] = []
     quarantine: list[pa.RecordBatch] = []
     # Sketching runs on a second thread while this one converts the next batch: the shingle and
-    # MinHash kernels and Arrow's compute functions release the GIL, convert is mostly Python.
-    with ThreadPoolExecutor(1, thread_name_prefix="dedupe-sketch") as pool:
+    # MinHash kernels and Arrow's compute functions release the GIL, convert is mostly Python (and
+    # hands the GIL back quickly).
+    with quick_handover(), ThreadPoolExecutor(1, thread_name_prefix="dedupe-sketch") as pool:
         pending: deque[Future[pa.RecordBatch]] = deque()
         for position, inp in enumerate(spec.inputs):
             source, _ = plan_source(inp, position, spec.base_dir, run_id, settings)
             source.convert.hashes = False  # content hashes are for exact dedupe; these samples stay here
-            # convert's Python parses blocks in worker processes on the other cores, the sketcher
-            # thread's kernels share them
+            # convert's JSON is parsed in worker processes on the other cores, every block after the
+            # first few: this process's core builds samples and runs the sketcher's kernels
             source.convert.parse_processes = settings.execution().cores - 1
+            source.convert.parse_here = False
             for chunk in source.chunks.to_batches(max_chunksize=1):
                 for out in run_source(source.convert, chunk, run_id):
                     if out.quarantine is not None and out.quarantine.num_rows:

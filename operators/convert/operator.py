@@ -312,6 +312,9 @@ class ConvertOperator(SourceOperator):
         # JSONL blocks parsed in this many worker processes beside this one (0: none): for a caller
         # that owns the machine's cores in one process (``lineage dedupe``); never in an engine's task
         self.parse_processes = 0
+        # whether this process parses its share of the blocks too (with workers): not when it has
+        # other work for its core, as ``lineage dedupe``'s sketching thread
+        self.parse_here = True
 
     def read(self, chunks: pa.RecordBatch) -> Iterator[OperatorOutput]:
         p: ConvertParams = self.params  # type: ignore[assignment]
@@ -350,7 +353,7 @@ class ConvertOperator(SourceOperator):
                     yield pending.popleft().result()
 
             items = read_blocks(tier.filesystem, path, opts, chunk["relative_path"])
-            for item, made in _parsed(items, builder.params, self.parse_processes):
+            for item, made in _parsed(items, builder.params, self.parse_processes, self.parse_here):
                 if isinstance(item, LineBlock):
                     builder.add_block(item, made)
                 else:
@@ -383,13 +386,14 @@ _INLINE_BLOCKS = 4
 
 
 def _parsed(
-    items: Iterator[LineBlock | RawRecord], params: ConvertParams, processes: int
+    items: Iterator[LineBlock | RawRecord], params: ConvertParams, processes: int, here: bool = True
 ) -> Iterator[tuple[LineBlock | RawRecord, list[tuple[str, object, str | None] | None] | None]]:
     """``items`` in order, each block with its :func:`_fast_samples` when a worker process made it
     (else None: the builder makes it). With ``processes`` workers, after :data:`_INLINE_BLOCKS`
     blocks, of every ``processes + 1`` blocks this process keeps one and the workers parse the
-    others (two blocks each at most ahead), so convert's Python runs on more than one core. The
-    values are :func:`_fast_samples`'s own, so the samples are exactly the in-process ones."""
+    others (two blocks each at most ahead), so convert's Python runs on more than one core; with
+    ``here=False`` the workers parse every later block. The values are :func:`_fast_samples`'s own,
+    so the samples are exactly the in-process ones."""
     if processes <= 0 or params.text_fields:
         yield from ((item, None) for item in items)
         return
@@ -401,7 +405,7 @@ def _parsed(
             future = None
             if isinstance(item, LineBlock):
                 blocks += 1
-                if blocks > _INLINE_BLOCKS and blocks % (processes + 1):
+                if blocks > _INLINE_BLOCKS and (not here or blocks % (processes + 1)):
                     if pool is None:
                         pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
                     future = pool.submit(_fast_samples, item.lines, params.text_field, params.id_field)

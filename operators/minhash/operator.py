@@ -83,13 +83,14 @@ class MinHashDedupe(ClusterOperator):
         # Bucket stars are centred on the first row of each bucket: put rows in sample_id order so
         # decisions do not depend on how an engine ordered or partitioned the samples.
         order = pc.sort_indices(sketches.column("sample_id"))
-        if self.needs_texts and (published is None or published.num_rows == 0):
-            sketches = without_signatures(sketches, self.params_)  # verified by texts: not read
-        sketches = sketches.take(order)
         if published is None or published.num_rows == 0:
-            permuted = PermutedTexts(texts, order.to_numpy().astype(np.int64)) if texts is not None else None
-            decisions = dedupe(sketches, self.params_, permuted)
+            if self.needs_texts:
+                sketches = without_signatures(sketches, self.params_)  # verified by texts: not read
+            rows = order.to_numpy().astype(np.int64)
+            permuted = PermutedTexts(texts, rows) if texts is not None else None
+            decisions = dedupe(sketches, self.params_, permuted, order=rows)
         else:
+            sketches = sketches.take(order)
             texts = texts.take(order) if texts is not None else None
             # only published samples sharing a bucket with a new one can join its cluster
             candidates = published.take(pa.array(published_candidates(sketches, published, self.params_)))
@@ -99,5 +100,5 @@ class MinHashDedupe(ClusterOperator):
                     raise ValueError("exact verification against published releases needs their texts")
                 old_texts = fetch_texts(candidates.column("sample_id").combine_chunks())
             decisions = dedupe_incremental(sketches, candidates, self.params_, texts, old_texts)
-        records = lineage_records(decisions, self.name, self.version)
-        return records.take(pc.sort_indices(order))  # the inverse permutation: back to input order
+        # the inverse permutation, back to input order (of the flat decisions: cheaper than the records)
+        return lineage_records(decisions.take(pc.sort_indices(order)), self.name, self.version)

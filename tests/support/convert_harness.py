@@ -13,13 +13,22 @@ from storage.tier import local_tier
 
 
 def convert(
-    root: Path, pattern: str, dataset: str = "ds", *, blocks: bool = True, processes: int = 0, **params
+    root: Path,
+    pattern: str,
+    dataset: str = "ds",
+    *,
+    blocks: bool = True,
+    processes: int = 0,
+    here: bool = True,
+    **params,
 ) -> tuple[pa.Table, pa.Table, pa.Table, dict]:
     """``blocks=False``: JSONL record by record, the reference the block path is checked against;
-    ``processes``: blocks parsed in that many worker processes too."""
+    ``processes``: blocks parsed in that many worker processes too (``here=False``: only there,
+    after the first few)."""
     chunks = plan_chunks(SourceSpec(dataset, local_tier(root), pattern), 3)
     op = ConvertOperator(params, run_id="run-1", blocks=blocks)
     op.parse_processes = processes
+    op.parse_here = here
     samples, lineage, quarantine, stats = [], [], [], {}
     for batch in chunks.to_batches():
         for out in op.read(batch):

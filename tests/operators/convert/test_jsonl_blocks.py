@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from operators.convert import jsonl_blocks
-from operators.convert.operator import ConvertParams, _parsed
+from operators.convert.operator import _INLINE_BLOCKS, ConvertParams, _parsed
 from operators.convert.readers import ReadOptions
 from storage.tier import local_tier
 from tests.data.make_bad_inputs import build
@@ -31,10 +31,10 @@ from tests.support.json_strategies import json_values, strings
 DATA = Path(__file__).resolve().parents[3] / "examples" / "data"
 
 
-def assert_same(root: Path, pattern: str, processes: int = 0, **params: Any) -> pa.Table:
+def assert_same(root: Path, pattern: str, processes: int = 0, here: bool = True, **params: Any) -> pa.Table:
     """Convert with both paths and compare everything; returns the samples."""
     old = convert(root, pattern, blocks=False, **params)
-    new = convert(root, pattern, blocks=True, processes=processes, **params)
+    new = convert(root, pattern, blocks=True, processes=processes, here=here, **params)
     for name, a, b in zip(("samples", "lineage", "quarantine"), old[:3], new[:3], strict=True):
         assert a.schema == b.schema, name
         for column in a.column_names:
@@ -94,14 +94,22 @@ def test_blocks_parsed_in_worker_processes_give_the_same_rows(tmp_path: Path) ->
     for batch_rows in (7, 16):  # 43 and 19 blocks: past the blocks parsed here before workers start
         assert_same(tmp_path, "f.jsonl", processes=1, batch_rows=batch_rows)
         assert_same(tmp_path, "f.jsonl", processes=2, batch_rows=batch_rows, id_field="id")
+        assert_same(tmp_path, "f.jsonl", processes=1, here=False, batch_rows=batch_rows, id_field="id")
     samples = assert_same(DATA, "debian_en.jsonl.gz", processes=1, batch_rows=1000)
     assert samples.num_rows > 2000
-    # the workers did parse: most blocks arrive with their samples made
-    items = jsonl_blocks.read_blocks(
-        local_tier(tmp_path).filesystem, str(tmp_path / "f.jsonl"), ReadOptions(1 << 20, batch_rows=7)
-    )
-    made = [m for _, m in _parsed(items, ConvertParams(batch_rows=7), 1)]
-    assert sum(m is not None for m in made) >= len(made) // 3
+
+    def made(here: bool) -> list[bool]:
+        """Per block, whether a worker parsed it."""
+        items = jsonl_blocks.read_blocks(
+            local_tier(tmp_path).filesystem, str(tmp_path / "f.jsonl"), ReadOptions(1 << 20, batch_rows=7)
+        )
+        return [m is not None for _, m in _parsed(items, ConvertParams(batch_rows=7), 1, here)]
+
+    # the workers did parse: every other block after the first few, or every one with here=False
+    shared, theirs = made(True), made(False)
+    assert len(shared) == len(theirs) == 43
+    assert shared == [b > _INLINE_BLOCKS and b % 2 == 1 for b in range(1, 44)]
+    assert theirs == [b > _INLINE_BLOCKS for b in range(1, 44)]
 
 
 FUZZ = settings(
