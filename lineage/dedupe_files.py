@@ -170,6 +170,11 @@ def dedupe_files(
     return _write_outputs(inputs, targets, report_path, decided, params, id_field)
 
 
+# input bytes (compressed or not) above which the sketcher loads its kernels before the first batch:
+# below, a run may well never load them (the small-input twins in numpy serve it)
+_WARM_UP_BYTES = 256 << 10
+
+
 def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     """Convert and ``minhash_dedupe`` as the local engine runs them, in memory: the same samples, ids,
     sketches and cluster decisions (the operator orders rows by ``sample_id`` itself)."""
@@ -189,6 +194,8 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     # MinHash kernels and Arrow's compute functions release the GIL, convert is mostly Python (and
     # hands the GIL back quickly).
     with quick_handover(), ThreadPoolExecutor(1, thread_name_prefix="dedupe-sketch") as pool:
+        if sum(Path(str(inp.path)).stat().st_size for inp in spec.inputs) > _WARM_UP_BYTES:
+            pool.submit(op.warm_up)  # while this thread reads the first blocks and starts the parsers
         pending: deque[Future[pa.RecordBatch]] = deque()
         for position, inp in enumerate(spec.inputs):
             source, _ = plan_source(inp, position, spec.base_dir, run_id, settings)

@@ -160,6 +160,11 @@ class ClusterOperator(Operator):
     def sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """One sketch row per row of ``batch`` (its ``sketch_columns``), in its order."""
 
+    def warm_up(self) -> None:
+        """Load now, on the caller's thread, what ``sketch`` loads at its first large batch, for an
+        engine with a thread that would otherwise wait for that batch (``lineage dedupe``'s sketcher
+        while convert starts). By default there is nothing to load."""
+
     def held_sketch(self, sketch: pa.RecordBatch) -> pa.RecordBatch:
         """What ``cluster`` reads of one ``sketch`` batch, for an engine that holds every sketch in
         memory for one ``cluster`` call without ``published`` sketches (``lineage dedupe``): by

@@ -68,6 +68,15 @@ class MinHashDedupe(ClusterOperator):
         sources = batch.column("source_dataset").to_pylist()
         return out.append_column(PRIORITY_FIELD, pa.array([ranks.get(x, 0) for x in sources], pa.int64()))
 
+    def warm_up(self) -> None:
+        """Sketch a made-up batch large enough for the compiled kernels (an English and a Chinese text
+        of 70 KB each, over :data:`~operators.minhash.small.SHINGLE_LIMIT`): numba and the kernels'
+        cached code, about 0.65 s, then load before the first real batch arrives."""
+        words = " ".join(f"w{i}" for i in range(10_000))
+        han = "".join(chr(0x4E00 + i % 5000) for i in range(25_000))
+        texts = pa.array([words, han], pa.string())
+        self.sketch(pa.record_batch({"sample_id": pa.array(["a", "b"]), "text": texts, "source_dataset": ["x", "x"]}))
+
     def held_sketch(self, sketch: pa.RecordBatch) -> pa.RecordBatch:
         """Without its signatures (checked first) when exact verification decides: see
         :func:`~operators.minhash.store.without_signatures`."""

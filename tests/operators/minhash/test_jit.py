@@ -52,3 +52,25 @@ print("ok")
 def test_deferred_kernels_compile_across_modules_and_late_ones_are_dispatchers() -> None:
     result = subprocess.run([sys.executable, "-c", _CODE], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+_WARM_UP = """
+import pyarrow as pa
+from operators.minhash import MinHashDedupe, _jit, shingle, signature
+
+op = MinHashDedupe({})
+assert not _jit.made()
+op.warm_up()
+kernels = [shingle._shingle_kernel, signature._minhash_kernel]
+loaded = [list(k.signatures) for k in kernels]
+assert _jit.made() and all(loaded)
+texts = pa.array(["some English words here " * 4000, "中文和 English 混合的文本 " * 4000], pa.string())
+op.sketch(pa.record_batch({"sample_id": ["1", "2"], "text": texts, "source_dataset": ["d", "d"]}))
+assert [list(k.signatures) for k in kernels] == loaded, "a real batch needed other types than the warm-up's"
+print("ok")
+"""
+
+
+def test_the_minhash_warm_up_loads_the_kernels_a_real_batch_uses() -> None:
+    result = subprocess.run([sys.executable, "-c", _WARM_UP], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
