@@ -49,8 +49,8 @@ def quick_handover() -> Iterator[None]:
 
     A thread that runs many short GIL-free calls (kernels, Arrow compute) needs the GIL back after
     each one; while another thread runs Python, every hand-back waited for that thread's 5 ms slice.
-    ``lineage dedupe`` sketches on a second thread while the first builds samples: there the sketcher
-    waited for the GIL most of the time, and the run took 1.3 s longer at 254k documents.
+    ``lineage dedupe`` sketches on a second thread while the first builds samples: in process, on
+    254k documents, its convert and dedupe took 8.5 s with this against 10.0 s without.
     """
     before = sys.getswitchinterval()
     sys.setswitchinterval(_HANDOVER_S)
