@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validat
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from pipelines.config import EngineConfig, ExecutionConfig
-from storage.config import TierClass, TierConfig, TierKind
+from storage.config import PoolName, TierClass, TierConfig, TierKind
 from storage.errors import ConfigError, validation_problems
 
 __all__ = [
@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     group_partition_rows: int = 250_000  # rows of key columns a group step holds in memory at once
     sort_bucket_bytes: int = 64 * 1024 * 1024  # final sorts run per sample-id bucket of about this size
     cores: int | None = None  # cores an in-process run may keep busy; None = the machine's
+    # the allocator of every Arrow buffer in a process that builds the service (why: storage.arrow_pool)
+    arrow_memory_pool: PoolName = "jemalloc"
 
     # HTTP service (``lineage serve``)
     api_host: str = "127.0.0.1"

@@ -15,6 +15,8 @@ from storage.names import check_name
 
 TierKind = Literal["posix", "s3", "hdfs"]
 TierClass = Literal["hot", "warm", "cold"]
+#: the Arrow memory pools a process can be given (:func:`storage.arrow_pool.use_memory_pool`)
+PoolName = Literal["jemalloc", "mimalloc", "system", "arrow-default"]
 # Tier names follow the one name grammar (storage.names): they appear in the catalog, in replica
 # rows, in CLI arguments (``--to TIER``) and in URL query parameters.
 TierName = Annotated[str, AfterValidator(lambda name: check_name(name, "tier"))]

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from lineage.service.model_base import Model
 from lineage.settings import Settings, get_settings
+from storage.arrow_pool import use_memory_pool
 
 
 class DedupeResult(Model):
@@ -36,6 +37,7 @@ class FileOperations:
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or get_settings()
+        use_memory_pool(self.settings.arrow_memory_pool)  # every surface builds one before its first Arrow work
 
     def dedupe_files(
         self,
