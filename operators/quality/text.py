@@ -25,6 +25,24 @@ def as_array(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     return texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
 
 
+def utf8_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(per-text byte offsets, int64, ``len + 1`` of them; the UTF-8 bytes they index) of a string array,
+    without a copy of the bytes."""
+    if texts.type == pa.string():
+        off_type: type = np.int32
+    elif texts.type == pa.large_string():
+        off_type = np.int64
+    else:
+        raise TypeError(f"expected a string array, got {texts.type}")
+    n = len(texts)
+    _, off_buf, data_buf = texts.buffers()
+    if n == 0:
+        return np.zeros(1, np.int64), np.zeros(0, np.uint8)
+    offsets = np.frombuffer(off_buf, dtype=off_type)[texts.offset : texts.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return offsets, data
+
+
 def to_numpy(values: pa.Array | pa.ChunkedArray, dtype: type = np.int64) -> np.ndarray:
     return np.asarray(values.to_numpy(zero_copy_only=False), dtype=dtype)
 

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from operators.quality import charclass as cc
+from operators.quality.text import utf8_buffers
 
 
 def _words(text: str) -> list[str]:
@@ -152,20 +153,9 @@ def _decode_utf8(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.
 
 def code_points(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(code points of all texts concatenated, per-text offsets into them)."""
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    if texts.type == pa.string():
-        off_type = np.int32
-    elif texts.type == pa.large_string():
-        off_type = np.int64
-    else:
-        raise TypeError(f"expected a string array, got {texts.type}")
-    n = len(texts)
-    _, off_buf, data_buf = texts.buffers()
-    offsets = np.frombuffer(off_buf, dtype=off_type)[texts.offset : texts.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    if n == 0:
-        return np.zeros(0, np.uint32), np.zeros(1, np.int64)
+    offsets, data = utf8_buffers(texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts)
+    if len(offsets) == 1:
+        return np.zeros(0, np.uint32), offsets
     return _decode_utf8(data, offsets)
 
 

@@ -92,3 +92,40 @@ def test_script_counts_are_the_regexes_counts_over_every_code_point() -> None:
         got = script_counts(texts)
         for name, (_, pattern) in CLASSES.items():
             assert got[name].to_pylist() == pc.count_substring_regex(texts, pattern).to_pylist(), name
+
+
+def test_small_inputs_count_with_the_table_on_disk_or_the_regexes_without_it(tmp_path, monkeypatch) -> None:
+    """Below ``KERNEL_BYTES`` (a takedown's removed texts): numpy's lookup in the table when it is on disk,
+    the regexes when it is not (no build for a few texts); the same counts either way."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from operators import code_point_tables
+    from operators.quality import scripts
+    from operators.quality.scripts import CLASSES
+
+    rng = np.random.default_rng(7)
+    pool = np.concatenate([rng.integers(0, 0x3000, 3000), rng.integers(0x4E00, 0x9FFF, 1500), [0x1F600, 0x20000]])
+    pool = pool[(pool < 0xD800) | (pool >= 0xE000)]
+    texts = pa.array(["".join(map(chr, rng.choice(pool, rng.integers(0, 80)))) for _ in range(300)] + [""]).slice(2)
+    assert texts.nbytes < scripts.KERNEL_BYTES
+    expected = {name: pc.count_substring_regex(texts, p).to_pylist() for name, (_, p) in CLASSES.items()}
+
+    scripts.script_table()  # built once and kept on disk (if no earlier test or run did)
+    scripts.script_table.cache_clear()
+    assert scripts.built_script_table() is not None
+    looked_up = []
+    real = scripts._looked_up
+    monkeypatch.setattr(scripts, "_looked_up", lambda *a: looked_up.append(1) or real(*a))
+    for given in (texts, pa.chunked_array([texts.slice(0, 50), texts.slice(50)])):
+        got = scripts.script_counts(given)
+        assert {name: got[name].to_pylist() for name in CLASSES} == expected
+    assert looked_up == [1, 1]
+
+    scripts.script_table.cache_clear()
+    monkeypatch.setattr(code_point_tables, "cache_file", lambda *_a: tmp_path / "none.table")
+    assert scripts.built_script_table() is None
+    got = scripts.script_counts(texts)
+    assert {name: got[name].to_pylist() for name in CLASSES} == expected
+    assert looked_up == [1, 1] and not (tmp_path / "none.table").exists()
+    scripts.script_table.cache_clear()
