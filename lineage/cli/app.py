@@ -84,6 +84,16 @@ def freeze_start_up() -> None:
         gc.freeze()
 
 
+def pyarrow_without_pandas() -> None:
+    """In the ``lineage`` process, once pyarrow is imported: pyarrow stops importing pandas to convert Python
+    values (0.11-0.14 s of a verb's start-up; :mod:`storage.arrow_pandas`). A test's in-process runner keeps
+    pyarrow as it is."""
+    if _WHOLE_PROCESS[0]:
+        from storage.arrow_pandas import defer_pandas  # start-up: pyarrow, which the caller has imported
+
+        defer_pandas()
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """The cyclic collector off for a block of start-up imports, in the ``lineage`` process only.
@@ -131,6 +141,7 @@ def open_service() -> Iterator[Service]:
     with collector_paused():
         from lineage.service.core import Service  # start-up: SQLAlchemy, DuckDB, deltalake
     freeze_start_up()
+    pyarrow_without_pandas()
     service = guard(lambda: Service(load_settings()))
     try:
         yield service

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from lineage.cli.app import console, guard, load_settings
+from lineage.cli.app import console, guard, load_settings, pyarrow_without_pandas
 
 
 def dedupe(
@@ -39,6 +39,7 @@ def dedupe(
     minhash |= {"bands": bands, "rows": rows, "verify": verify}
     from lineage.service.files import FileOperations  # start-up: its schema (pydantic), only when the verb runs
 
+    pyarrow_without_pandas()
     files = guard(lambda: FileOperations(load_settings()))
     summary = guard(
         lambda: files.dedupe_files(
