@@ -65,7 +65,7 @@ def test_the_protected_cli_modules_are_the_ones_main_imports() -> None:
     tree = ast.parse((ROOT / "lineage" / "cli" / "main.py").read_text())
     imported = {
         f"lineage.cli.{alias.name}"
-        for node in tree.body
+        for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module == "lineage.cli"
         for alias in node.names
     }
