@@ -10,22 +10,18 @@ gives the same records, only faster, and every line it is not sure about goes ba
   byte-order mark, removed), with its row and byte offset. An oversized line, and the damage that
   ends a corrupt file, come as the :class:`RawRecord` the per-record reader gives for them, between
   the blocks; a block is never held across one, so file order is kept.
-* :func:`parse_objects` parses a block's lines with the standard library's own JSON scanner (so a
-  value is exactly what ``json.loads`` gives), one list comprehension per block. A line it takes
-  starts with ``{``, decodes as UTF-8, is one object with nothing after it, nests too little to
-  come near the recursion limit, and (only checked when it holds a ``\\u`` escape) holds no lone
-  surrogate. Every other line, good or bad, is for :func:`~operators.convert.readers.line_record`
-  and :func:`~operators.convert.readers.jsonl_record`: its reason, message and raw bytes are the
+* :func:`operators.convert.json_objects.parse_objects` parses a block's lines; every line it does not
+  take, good or bad, is for :func:`~operators.convert.readers.line_record` and
+  :func:`~operators.convert.readers.jsonl_record`: its reason, message and raw bytes are the
   per-record reader's because they are made by the same code.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate
-from typing import IO, Any, NamedTuple
+from typing import IO, NamedTuple
 
 import pyarrow.fs as pafs
 
@@ -40,14 +36,6 @@ from operators.convert.readers import (
 
 _BOM = b"\xef\xbb\xbf"
 _PIECE_BYTES = 4 << 20  # decompressed bytes read ahead at a time
-# a line with at least this many "{" and "[" goes to the per-record reader: the standard library's
-# parser and encoder fail near the recursion limit (about 1000 levels), at a depth that depends on
-# the caller's stack, so only the per-record reader may decide such a line
-_MAX_BRACKETS = 200
-# json.loads's own scanner: ``scan(s, 0)`` is (value, end) for the JSON value at the start of s
-_SCAN = json.JSONDecoder().scan_once
-# the encoder behind ``json.dumps(value, ensure_ascii=False)``, the reader's lone-surrogate check
-_CHECK = json.JSONEncoder(ensure_ascii=False)
 
 
 class LineBlock(NamedTuple):
@@ -185,33 +173,3 @@ def read_blocks(
                 yield from splitter.finish()
                 return
             yield from out
-
-
-def parse_line(line: bytes) -> dict[str, Any] | None:
-    """The line's object as ``json.loads`` gives it, when this pass takes the line (see the module
-    docstring); None for a line the per-record reader must read."""
-    try:
-        s = line.decode("utf-8")
-        if s[:1] != "{" or s.count("{") + s.count("[") >= _MAX_BRACKETS:
-            return None
-        value, end = _SCAN(s, 0)
-    except Exception:  # noqa: BLE001 — any line the scanner refuses: the per-record reader says why
-        return None
-    if end != len(s) or ("\\u" in s and not _no_lone_surrogate(value)):
-        return None
-    return value
-
-
-def parse_objects(lines: list[bytes]) -> tuple[list[int], list[dict[str, Any]]]:
-    """(indices, objects): the lines :func:`parse_line` takes, in order, and their objects."""
-    parsed = [parse_line(line) for line in lines]
-    indices = [i for i, value in enumerate(parsed) if value is not None]
-    return indices, [parsed[i] for i in indices]  # type: ignore[misc]
-
-
-def _no_lone_surrogate(value: dict[str, Any]) -> bool:
-    try:
-        _CHECK.encode(value).encode("utf-8")
-    except (UnicodeEncodeError, RecursionError):
-        return False
-    return True

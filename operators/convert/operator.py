@@ -12,15 +12,15 @@ import bisect
 import json
 import multiprocessing
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 
 import pyarrow as pa
 
 from operators.base import OperatorOutput, Params, SourceOperator
-from operators.convert.jsonl_blocks import LineBlock, parse_line, parse_objects, read_blocks
+from operators.convert.json_objects import META_ENCODER, fast_samples, parse_objects
+from operators.convert.jsonl_blocks import LineBlock, read_blocks
 from operators.convert.readers import READERS, RawRecord, ReadOptions, jsonl_record, line_record
 from operators.lineage_records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
 from operators.schema import (
@@ -59,25 +59,6 @@ class ConvertParams(Params):
         object.__setattr__(self, "text_fields", tuple(self.text_fields))
 
 
-# ``json.dumps(rest, ensure_ascii=False, default=str)``, the serialisation of ``meta``, with its encoder
-# made once instead of per record (the same class and options, so the same bytes)
-_META = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
-def _meta_encoder() -> Callable[[dict], str]:
-    """``_META.encode`` for the block path: the same C encoder with the same options, made once
-    (``encode`` makes it anew on every call, a third of the time for a small record), and without
-    the circular-reference check, which values parsed from JSON never need."""
-    if c_make_encoder is None:  # an interpreter without the C accelerator
-        return _META.encode
-    m = _META
-    options = (m.indent, m.key_separator, m.item_separator, m.sort_keys, m.skipkeys, m.allow_nan)
-    make = c_make_encoder(None, m.default, encode_basestring, *options)
-    return lambda value: "".join(make(value, 0))
-
-
-_encode_meta = _meta_encoder()
-
 # sample columns that fill ``detail.source``, in SOURCE_DETAIL's field order
 _SOURCE_COLUMNS = ("source_dataset", "source_version", "source_uri", "source_path", "source_row", "source_offset")
 
@@ -91,35 +72,6 @@ def _field_text(value: object, join: str) -> str:
     if isinstance(value, dict):
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     return str(value).strip()
-
-
-def _fast_sample(line: bytes, text_field: str, id_field: str | None) -> tuple[str, object, str | None] | None:
-    """(text, id value, meta) of a JSONL line that is a good sample, as the per-record path
-    (:func:`jsonl_record`, then :meth:`_Builder._sample_fields`) makes it; None for every other line,
-    which that path then reads. One call per line does it all, so each parsed record is freed at
-    once: a block of live dicts kept the garbage collector busy (up to a tenth of the time)."""
-    value = parse_line(line)
-    if value is None:
-        return None
-    text = value.pop(text_field, None)
-    if type(text) is not str or not text or text.isspace():  # ``not text.strip()``, without a copy
-        return None
-    key = None
-    if id_field is not None:
-        key = value.get(id_field)
-        if key is None or key == "" or type(key) not in (str, int):
-            return None
-    try:
-        return text, key, _encode_meta(value) if value else None
-    except RecursionError:  # parse_line keeps deep nesting out; the per-record path says why
-        return None
-
-
-def _fast_samples(
-    lines: list[bytes], text_field: str, id_field: str | None
-) -> list[tuple[str, object, str | None] | None]:
-    """:func:`_fast_sample` of every line of a block: the part of convert a parser process does."""
-    return [_fast_sample(line, text_field, id_field) for line in lines]
 
 
 class _Builder:
@@ -169,9 +121,9 @@ class _Builder:
 
     def add_block(self, block: LineBlock, made: list[tuple[str, object, str | None] | None] | None = None) -> None:
         """A block of JSONL lines, as the per-record path would add them one by one: the lines
-        :func:`_fast_sample` takes become samples in bulk; every other line is added by :meth:`add`
-        as :func:`jsonl_record` makes it, in its place. ``made`` is :func:`_fast_samples` of the
-        block when a parser process made it."""
+        :func:`~operators.convert.json_objects.fast_sample` takes become samples in bulk; every other
+        line is added by :meth:`add` as :func:`jsonl_record` makes it, in its place. ``made`` is
+        :func:`~operators.convert.json_objects.fast_samples` of the block when a parser process made it."""
         p, lines, offsets, first = self.params, block.lines, block.offsets, block.row
         if p.text_fields:  # the joined text: record by record, from the objects parsed here
             taken, objects = parse_objects(lines)
@@ -184,7 +136,7 @@ class _Builder:
                     self.add(RawRecord(first + i, offsets[i], value=value, raw=line))
             return
         if made is None:
-            made = _fast_samples(lines, p.text_field, p.id_field)
+            made = fast_samples(lines, p.text_field, p.id_field)
         good = [i for i, m in enumerate(made) if m is not None]
         if len(good) < len(made):
             made = [made[i] for i in good]
@@ -249,7 +201,7 @@ class _Builder:
                 return "", "", None, "invalid_id", f"id field {p.id_field!r} is {type(record_id).__name__}"
             key = sample_key_from_id(record_id)
         try:
-            meta = _META.encode(rest) if rest else None
+            meta = META_ENCODER.encode(rest) if rest else None
         except RecursionError:  # the reader parsed it, a few frames higher up the stack
             return "", "", None, "nesting_too_deep", "the record's other fields nest too deeply to serialise"
         return text, key, meta, None, None
@@ -380,19 +332,18 @@ def _done(out: OperatorOutput) -> Future[OperatorOutput]:
     return future
 
 
-# blocks this process parses before worker processes start: a small file never starts one (a
-# spawned worker's imports are about half a second)
+# blocks this process parses before worker processes start: a small file never starts one
 _INLINE_BLOCKS = 4
 
 
 def _parsed(
     items: Iterator[LineBlock | RawRecord], params: ConvertParams, processes: int, here: bool = True
 ) -> Iterator[tuple[LineBlock | RawRecord, list[tuple[str, object, str | None] | None] | None]]:
-    """``items`` in order, each block with its :func:`_fast_samples` when a worker process made it
-    (else None: the builder makes it). With ``processes`` workers, after :data:`_INLINE_BLOCKS`
-    blocks, of every ``processes + 1`` blocks this process keeps one and the workers parse the
-    others (two blocks each at most ahead), so convert's Python runs on more than one core; with
-    ``here=False`` the workers parse every later block. The values are :func:`_fast_samples`'s own,
+    """``items`` in order, each block with its :func:`~operators.convert.json_objects.fast_samples` when
+    a worker process made it (else None: the builder makes it). With ``processes`` workers, after
+    :data:`_INLINE_BLOCKS` blocks, of every ``processes + 1`` blocks this process keeps one and the
+    workers parse the others (two blocks each at most ahead), so convert's Python runs on more than one
+    core; with ``here=False`` the workers parse every later block. The values are the same function's,
     so the samples are exactly the in-process ones."""
     if processes <= 0 or params.text_fields:
         yield from ((item, None) for item in items)
@@ -408,7 +359,7 @@ def _parsed(
                 if blocks > _INLINE_BLOCKS and (not here or blocks % (processes + 1)):
                     if pool is None:
                         pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
-                    future = pool.submit(_fast_samples, item.lines, params.text_field, params.id_field)
+                    future = pool.submit(fast_samples, item.lines, params.text_field, params.id_field)
             pending.append((item, future))
             while len(pending) > 2 * (processes + 1):
                 done, fut = pending.popleft()

@@ -10,6 +10,8 @@ piece or block boundary somewhere.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -20,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from operators.convert import jsonl_blocks
+from operators.convert import json_objects, jsonl_blocks
 from operators.convert.operator import _INLINE_BLOCKS, ConvertParams, _parsed
 from operators.convert.readers import ReadOptions
 from storage.tier import local_tier
@@ -159,5 +161,27 @@ def test_the_block_pass_takes_every_line_of_the_bundled_corpus() -> None:
     items = list(jsonl_blocks.read_blocks(local_tier(DATA).filesystem, str(DATA / "debian_zh.jsonl.gz"), opts))
     assert all(isinstance(item, jsonl_blocks.LineBlock) for item in items)
     for block in items:
-        taken, _ = jsonl_blocks.parse_objects(block.lines)
+        taken, _ = json_objects.parse_objects(block.lines)
         assert taken == list(range(len(block.lines)))
+
+
+_WORKER_IMPORTS = """
+import concurrent.futures, multiprocessing
+from operators.convert import operator
+if __name__ == "__main__":
+    lines = [b'{"text": "a b c"}'] * 3
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(operator.fast_samples, lines, "text", None).result()[0] == ("a b c", None, None)
+        heavy = "{'pyarrow', 'numpy', 'pydantic', 'typer'}"
+        print(pool.submit(eval, f"sorted({{m.split('.')[0] for m in __import__('sys').modules}} & {heavy})").result())
+"""
+
+
+def test_a_parser_worker_imports_the_standard_library_alone() -> None:
+    """``lineage dedupe``'s JSON parser workers run :func:`json_objects.fast_samples`: unpickling it must not
+    import pyarrow, NumPy or pydantic, which were most of a worker's half-second start-up (the command waits
+    for its first block)."""
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", _WORKER_IMPORTS], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
