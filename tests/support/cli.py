@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,32 @@ def lineage(home: Path, *args: str, check: bool = True, **env_vars: str) -> subp
     if check and result.returncode != 0:
         raise AssertionError(f"lineage {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     return result
+
+
+_LOADING = """
+import json, sys
+from lineage.cli.main import main
+args, modules = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.argv = ["lineage", *args]
+try:
+    main()
+except SystemExit as exit:
+    assert not exit.code, exit.code
+print(json.dumps([m for m in modules if m in sys.modules]))
+"""
+
+
+def lineage_loading(home: Path, args: list[str], modules: tuple[str, ...]) -> tuple[str, list[str]]:
+    """``lineage ARGS`` as the console script runs it (``main``, in a process of its own): its output, and
+    which of ``modules`` it had imported by the end."""
+    env = {**os.environ, "LINEAGE_HOME": str(home)}
+    run = subprocess.run(
+        [sys.executable, "-c", _LOADING, json.dumps(args), json.dumps(modules)], env=env, capture_output=True, text=True
+    )
+    if run.returncode != 0:
+        raise AssertionError(f"lineage {' '.join(args)} failed:\n{run.stdout}\n{run.stderr}")
+    *out, loaded = run.stdout.strip().splitlines()
+    return "\n".join(out), json.loads(loaded)
 
 
 def lineage_killed_at(home: Path, point: str, *args: str) -> None:

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from lineage import errors
 from lineage.cli.app import guard
 from lineage.cli.main import build_app, only_the_group_invoked
+from tests.support.cli import lineage_loading
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI = ROOT / "lineage" / "cli"
@@ -248,17 +249,11 @@ def test_lineage_dedupe_of_a_file_loads_no_catalog_stack(tmp_path: Path) -> None
     SQLAlchemy nor the catalog models nor the schemas module is imported (0.7 s of its start-up)."""
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps({"id": str(i), "text": f"document {i} " * 30}) + "\n" for i in range(10)))
-    script = (
-        "import sys\nfrom lineage.cli.main import main\n"
-        f"sys.argv = ['lineage', 'dedupe', {str(docs)!r}, '--output', {str(tmp_path / 'out.jsonl')!r}]\n"
-        "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
-        "heavy = ('sqlalchemy', 'lineage.catalog.models', 'lineage.service.schemas', 'lineage.service.core')\n"
-        "print(','.join(m for m in heavy if m in sys.modules) or 'none')\n"
+    heavy = ("sqlalchemy", "lineage.catalog.models", "lineage.service.schemas", "lineage.service.core")
+    _, loaded = lineage_loading(
+        tmp_path / "home", ["dedupe", str(docs), "--output", str(tmp_path / "out.jsonl")], heavy
     )
-    env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "home")}
-    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip().splitlines()[-1] == "none"
+    assert loaded == []
     assert (tmp_path / "out.jsonl").read_text().count("\n") == 10
 
 
@@ -267,14 +262,8 @@ def test_lineage_dedupe_of_a_small_file_imports_no_pandas(tmp_path: Path) -> Non
     ``lineage dedupe``; the ``lineage`` process defers it (``storage/arrow_pandas.py``)."""
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps({"id": str(i), "text": f"document {i % 3} " * 30}) + "\n" for i in range(10)))
-    script = (
-        "import sys\nfrom lineage.cli.main import main\n"
-        f"sys.argv = ['lineage', 'dedupe', {str(docs)!r}, '--output', {str(tmp_path / 'out.jsonl')!r}]\n"
-        "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
-        "print('pandas' in sys.modules)\n"
+    out, loaded = lineage_loading(
+        tmp_path / "home", ["dedupe", str(docs), "--output", str(tmp_path / "o.jsonl")], ("pandas",)
     )
-    env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "home")}
-    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    assert "dropped 7 near-duplicates" in run.stdout
-    assert run.stdout.strip().splitlines()[-1] == "False"
+    assert "dropped 7 near-duplicates" in out
+    assert loaded == []

@@ -5,7 +5,6 @@ withdrawn naming its successor; applying again changes nothing, and an apply kil
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,8 +18,6 @@ from lineage.releases import takedown
 from lineage.settings import Settings, TierConfig
 from tests.support.api_world import build_corpus, spec
 from tests.support.takedowns import CURL
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -159,18 +156,12 @@ def test_the_takedown_commands_as_a_user_runs_them(client: Client, settings: Set
 def test_lineage_takedown_apply_imports_no_pandas(client: Client, settings: Settings) -> None:
     """pyarrow imported pandas (0.11-0.14 s) at its first conversion of Python values, a tenth of the
     benchmark's ``lineage takedown apply``; the ``lineage`` process defers it (``storage/arrow_pandas.py``)."""
+    from tests.support.cli import lineage_loading
+
     request = client.create_takedown({"sample_ids": [CURL]}, kind="privacy", reason="x")
-    script = (
-        "import sys\nfrom lineage.cli.main import main\n"
-        f"sys.argv = ['lineage', 'takedown', 'apply', '{request.id}']\n"
-        "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
-        "print('pandas' in sys.modules)\n"
-    )
-    env = {**os.environ, "LINEAGE_HOME": str(settings.home)}
-    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    assert "clean@v1 withdrawn → clean@v1-td" in run.stdout
-    assert run.stdout.strip().splitlines()[-1] == "False"
+    out, loaded = lineage_loading(settings.home, ["takedown", "apply", str(request.id)], ("pandas",))
+    assert "clean@v1 withdrawn → clean@v1-td" in out
+    assert loaded == []
 
 
 @pytest.mark.parametrize("selector", [{"sample_ids": [CURL]}, {"source": {"dataset": "raw", "path": "sub/*"}}])
