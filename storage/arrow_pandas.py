@@ -30,13 +30,22 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 import pyarrow as pa
 
+log = logging.getLogger(__name__)
+
 _PANDAS = "pandas"
+
+
+def _shim() -> Any | None:
+    """pyarrow's pandas shim, a private object: None in a pyarrow without it, which is then left alone."""
+    return getattr(pa.lib, "_pandas_api", None)
 
 
 class _Refuse(importlib.abc.MetaPathFinder):
@@ -68,7 +77,8 @@ class _TellPyarrow(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             run(module)
-            pa.lib._pandas_api.compat  # noqa: B018  (the access imports: the shim finds pandas)
+            if (shim := _shim()) is not None:
+                shim.compat  # noqa: B018  (the access imports: the shim finds pandas)
 
         loader.exec_module = exec_module  # type: ignore[method-assign]  (this import's loader only)
         return spec
@@ -82,14 +92,18 @@ def _spec(
 
 
 def defer_pandas() -> bool:
-    """Steps 2 and 3 of the module's protocol, unless pandas is imported already or pyarrow's shim has
-    looked for it. Returns whether pyarrow now converts without importing pandas."""
+    """Steps 2 and 3 of the module's protocol, unless pandas is imported already or they were done before.
+    Returns whether pyarrow now converts without importing pandas."""
     if _PANDAS in sys.modules or any(isinstance(f, _TellPyarrow) for f in sys.meta_path):
         return _PANDAS not in sys.modules
+    shim = _shim()
+    if shim is None:
+        log.debug("pyarrow %s has no pandas shim where this module looks: pandas is not deferred", pa.__version__)
+        return False
     refuse = _Refuse()
     sys.meta_path.insert(0, refuse)
     try:
-        found = pa.lib._pandas_api.have_pandas  # the Python shim
+        found = shim.have_pandas  # the Python shim
         pa.scalar(0)  # a type to infer: the C++ layer's one-time pandas set-up
     finally:
         sys.meta_path.remove(refuse)
