@@ -19,11 +19,11 @@ a ``lineage dedupe`` of a small file, in a process that never holds a pandas obj
    anyone can hand it one.
 
 What stays different in such a process: the C++ layer's sentinels are set up once per process, so
-``pd.NA``, ``pd.NaT`` and ``pd.Timestamp`` *inside a Python list or object column* convert as if pandas
-were absent (``pd.NA`` is refused with an error, a ``Timestamp`` keeps microseconds). NumPy-backed and
-nullable pandas columns convert as before. Only the ``lineage`` command does this, where no code of ours
-makes pandas objects; a library user's process, the HTTP server and the tests' in-process runs are left
-as pyarrow made them.
+``pd.NA`` and ``pd.Timestamp`` *inside a Python list or object column* convert as if pandas were absent:
+``pd.NA`` is refused with an error, and a ``Timestamp`` converted to a nanosecond type keeps only its
+microseconds. NumPy-backed and nullable pandas columns convert as before. Only the ``lineage`` command does
+this, where no code of ours makes pandas objects; a library user's process, the HTTP server and the tests'
+in-process runs are left as pyarrow made them.
 """
 
 from __future__ import annotations

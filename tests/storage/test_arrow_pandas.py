@@ -29,6 +29,7 @@ try:
     pa.array([1, pd.NA], from_pandas=True)
 except pa.ArrowInvalid:
     print("pd.NA in a list refused")
+print(pa.array([pd.Timestamp("2020-01-01 00:00:00.000000001")], pa.timestamp("ns"))[0].value)
 """
 
 _ALREADY = """
@@ -80,8 +81,9 @@ def _run(code: str) -> list[str]:
 
 def test_deferred_pyarrow_converts_without_pandas_and_knows_pandas_once_it_is_imported() -> None:
     """Typed, inferred and NumPy conversions import no pandas; a real ``import pandas`` afterwards gives pyarrow
-    pandas objects back, except the documented case: ``pd.NA`` inside a Python list."""
-    assert _run(_DEFERRED) == ["pd.NA in a list refused"]
+    pandas objects back, except the documented cases: ``pd.NA`` and a ``Timestamp``'s nanoseconds inside a
+    Python list."""
+    assert _run(_DEFERRED) == ["pd.NA in a list refused", "1577836800000000000"]
 
 
 def test_a_process_that_has_pandas_already_is_left_as_it_is() -> None:
