@@ -94,13 +94,32 @@ def test_without_pandas_installed_nothing_changes() -> None:
     assert _run(_WITHOUT_PANDAS) == ["1", "no pandas"]
 
 
-def test_the_cli_defers_pandas_only_in_the_lineage_process() -> None:
-    """A test's in-process runner (which never calls ``main``) keeps pyarrow as it is."""
-    from lineage.cli.app import pyarrow_without_pandas
+_CLI_HOOK = """
+import sys
+import pyarrow as pa
+from lineage.cli import app
+app.pyarrow_without_pandas()  # an in-process runner: main() never ran
+pa.array(["a"], pa.string())
+print("pandas" in sys.modules)
+"""
 
-    finders = list(sys.meta_path)
-    pyarrow_without_pandas()
-    assert sys.meta_path == finders
+_CLI_HOOK_WHOLE = """
+import sys
+import pyarrow as pa
+from lineage.cli import app
+app.as_whole_process()  # what main() does first
+app.pyarrow_without_pandas()
+pa.array(["a"], pa.string())
+print("pandas" in sys.modules)
+"""
+
+
+def test_the_cli_defers_pandas_only_in_the_lineage_process() -> None:
+    """A test's in-process runner (which never calls ``main``) keeps pyarrow as it is: its first conversion
+    imports pandas; in the ``lineage`` process it does not. Each in a fresh interpreter, where pandas is not
+    imported yet (in this one it may be, and the hook would do nothing either way)."""
+    assert _run(_CLI_HOOK)[0] == "True"
+    assert _run(_CLI_HOOK_WHOLE) == ["False"]
 
 
 def test_a_pyarrow_without_the_shim_is_left_as_it_is() -> None:
