@@ -244,6 +244,35 @@ def test_the_service_is_imported_with_the_collector_paused_only_in_the_lineage_p
     assert run.stdout.strip().splitlines()[-1].split() == ["0", "0", "True"]
 
 
+_COLLECTIONS_IN_CLI_IMPORT = """
+import gc, sys
+from lineage.cli.main import main
+before_freeze = []
+def count(phase, info):
+    if phase == "start" and not gc.get_freeze_count():
+        before_freeze.append(info["generation"])
+gc.callbacks.append(count)
+sys.argv = ["lineage", "takedown", "--help"]
+try:
+    main()
+except SystemExit as exit:
+    assert not exit.code, exit.code
+print(len(before_freeze), gc.get_freeze_count() > 10_000, gc.isenabled())
+"""
+
+
+def test_the_cli_layer_is_imported_with_the_collector_paused(tmp_path: Path) -> None:
+    """The console script imports the CLI layer (typer, rich, the settings, the command modules) and builds
+    the app with the cyclic collector off, then freezes what that made: with it on, it walked those objects
+    again and again. No collection runs before the freeze, and the collector is on again after."""
+    env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "home")}
+    run = subprocess.run(
+        [sys.executable, "-c", _COLLECTIONS_IN_CLI_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1].split() == ["0", "True", "True"]
+
+
 def test_lineage_dedupe_of_a_file_loads_no_catalog_stack(tmp_path: Path) -> None:
     """``lineage dedupe`` needs no catalog: the verb builds the service's file operations alone, so neither
     SQLAlchemy nor the catalog models nor the schemas module is imported (0.7 s of its start-up)."""
