@@ -149,6 +149,22 @@ def only_the_group_invoked(app: typer.Typer, args: list[str]) -> typer.Typer:
 _ROOT_FLAGS = frozenset({"--verbose", "-v"})  # the root's options that may come before a group's name
 
 
+FULL_COLLECTION_SPACING = 100
+
+
+def space_full_collections() -> None:
+    """Full collections (the oldest generation) a hundred times further apart in the ``lineage`` process.
+
+    A full collection walks every object not frozen: what a verb imports after start-up (the pipeline and
+    its operators, numba's kernels and their type metadata) and its working state. In a ``lineage dedupe``
+    of 20,000 or 254,724 documents the one or two that ran took 20-85 ms with the GIL held and freed 5-15
+    objects. Young collections are unchanged, so cyclic garbage is still collected young; what survives
+    to the oldest generation is collected every ``10 * 100`` second-generation collections (about 7M
+    allocations) instead of every 10."""
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(young, middle, old * FULL_COLLECTION_SPACING)
+
+
 def main() -> None:
     """The console script ``lineage`` and ``python -m lineage``. A refusal that escapes a verb's own
     :func:`~lineage.cli.app.guard` (settings that do not load, a catalog that cannot be opened) is one line
@@ -166,6 +182,7 @@ def main() -> None:
         app = only_the_group_invoked(build_app(), sys.argv[1:])
     finally:
         gc.freeze()
+        space_full_collections()
         gc.enable()
     try:
         app()

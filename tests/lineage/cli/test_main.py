@@ -257,20 +257,22 @@ try:
     main()
 except SystemExit as exit:
     assert not exit.code, exit.code
-print(len(before_freeze), gc.get_freeze_count() > 10_000, gc.isenabled())
+print(len(before_freeze), gc.get_freeze_count() > 10_000, gc.isenabled(), *gc.get_threshold())
 """
 
 
 def test_the_cli_layer_is_imported_with_the_collector_paused(tmp_path: Path) -> None:
     """The console script imports the CLI layer (typer, rich, the settings, the command modules) and builds
     the app with the cyclic collector off, then freezes what that made: with it on, it walked those objects
-    again and again. No collection runs before the freeze, and the collector is on again after."""
+    again and again. No collection runs before the freeze, and the collector is on again after, with full
+    collections a hundred times further apart and young ones as they were."""
+    young, middle, old = gc.get_threshold()
     env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "home")}
     run = subprocess.run(
         [sys.executable, "-c", _COLLECTIONS_IN_CLI_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip().splitlines()[-1].split() == ["0", "True", "True"]
+    assert run.stdout.strip().splitlines()[-1].split() == ["0", "True", "True", str(young), str(middle), str(old * 100)]
 
 
 def test_lineage_dedupe_of_a_file_loads_no_catalog_stack(tmp_path: Path) -> None:
