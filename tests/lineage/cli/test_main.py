@@ -288,6 +288,22 @@ def test_lineage_dedupe_of_a_file_loads_no_catalog_stack(tmp_path: Path) -> None
     assert (tmp_path / "out.jsonl").read_text().count("\n") == 10
 
 
+def test_lineage_dedupe_loads_numba_without_scipy_linalg(tmp_path: Path) -> None:
+    """numba's CPU target probed for a BLAS by importing all of ``scipy.linalg`` (0.13 s on the sketcher's
+    path); the ``lineage`` process skips the probe (``operators/numba_start_up.py``). The file is large
+    enough for the sketcher to load the compiled kernels."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(
+        "".join(json.dumps({"id": str(i), "text": f"document {i % 50} " + "word " * 60}) + "\n" for i in range(1200))
+    )
+    assert docs.stat().st_size > 256 << 10
+    out, loaded = lineage_loading(
+        tmp_path / "home", ["dedupe", str(docs), "--output", str(tmp_path / "o.jsonl")], ("numba", "scipy.linalg")
+    )
+    assert "kept 50," in out, out
+    assert loaded == ["numba"]
+
+
 def test_lineage_dedupe_of_a_small_file_imports_no_pandas(tmp_path: Path) -> None:
     """pyarrow imported pandas (0.11-0.14 s) at its first conversion of Python values, a fifth of a small
     ``lineage dedupe``; the ``lineage`` process defers it (``storage/arrow_pandas.py``)."""
