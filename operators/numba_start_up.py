@@ -27,6 +27,8 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from storage.import_hooks import spec_elsewhere
+
 _PROBING_MODULE = "numba.np.arraymath"
 _PROBED = "scipy.linalg"
 
@@ -44,7 +46,7 @@ class _SkipBlasProbe(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"{name} is not imported for numba's BLAS probe", name=name)
         if name != _PROBING_MODULE:
             return None
-        spec = next((s for f in sys.meta_path if f is not self and (s := _spec(f, name, path, target))), None)
+        spec = spec_elsewhere(self, name, path, target)
         if spec is None or spec.loader is None:
             return None
         run = spec.loader.exec_module
@@ -60,13 +62,6 @@ class _SkipBlasProbe(importlib.abc.MetaPathFinder):
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]  (this import's loader only)
         return spec
-
-
-def _spec(
-    finder: object, name: str, path: Sequence[str] | None, target: ModuleType | None
-) -> importlib.machinery.ModuleSpec | None:
-    find = getattr(finder, "find_spec", None)
-    return find(name, path, target) if find is not None else None
 
 
 def skip_blas_probe() -> bool:

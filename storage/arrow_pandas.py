@@ -38,6 +38,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from storage.import_hooks import spec_elsewhere
+
 log = logging.getLogger(__name__)
 
 _PANDAS = "pandas"
@@ -66,11 +68,8 @@ class _TellPyarrow(importlib.abc.MetaPathFinder):
         if name != _PANDAS:
             return None
         sys.meta_path.remove(self)
-        spec = next(
-            (s for f in sys.meta_path if (s := _spec(f, name, path, target)) is not None and s.loader is not None),
-            None,
-        )
-        if spec is None:
+        spec = spec_elsewhere(self, name, path, target)
+        if spec is None or spec.loader is None:
             return None
         loader = spec.loader
         run = loader.exec_module
@@ -82,13 +81,6 @@ class _TellPyarrow(importlib.abc.MetaPathFinder):
 
         loader.exec_module = exec_module  # type: ignore[method-assign]  (this import's loader only)
         return spec
-
-
-def _spec(
-    finder: object, name: str, path: Sequence[str] | None, target: ModuleType | None
-) -> importlib.machinery.ModuleSpec | None:
-    find = getattr(finder, "find_spec", None)
-    return find(name, path, target) if find is not None else None
 
 
 def defer_pandas() -> bool:

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -207,24 +208,24 @@ def test_start_up_objects_are_frozen_only_in_the_lineage_process() -> None:
     assert int(out.stdout.strip().splitlines()[-1]) > 10_000
 
 
-_COLLECTIONS_IN_SERVICE_IMPORT = """
-import gc, sys
-from lineage.cli.main import main
-during, after = [], []
-def count(phase, info):
-    core = sys.modules.get("lineage.service.core")
-    if phase == "start" and core is not None and not hasattr(core, "Service"):  # its import is under way
-        during.append(info["generation"])
-    elif phase == "start" and core is not None and not gc.get_freeze_count():  # imported, still not frozen
-        after.append(info["generation"])
-gc.callbacks.append(count)
-sys.argv = ["lineage", "datasets", "--json"]
-try:
-    main()
-except SystemExit as exit:
-    assert not exit.code, exit.code
-print(len(during), len(after), gc.isenabled())
-"""
+def _collections_during_main(counter: str, args: list[str], report: str, tmp_path: Path) -> list[str]:
+    """Run ``main`` on ``args`` in a fresh interpreter with the gc callback ``count`` (defined by ``counter``)
+    registered first; the last line printed by ``report``, split."""
+    script = "\n".join(
+        [
+            "import gc, sys",
+            "from lineage.cli.main import main",
+            textwrap.dedent(counter),
+            "gc.callbacks.append(count)",
+            f"sys.argv = ['lineage', *{args!r}]",
+            "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code",
+            f"print({report})",
+        ]
+    )
+    env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "home")}
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip().splitlines()[-1].split()
 
 
 def test_the_service_is_imported_with_the_collector_paused_only_in_the_lineage_process(tmp_path: Path) -> None:
@@ -236,29 +237,19 @@ def test_the_service_is_imported_with_the_collector_paused_only_in_the_lineage_p
 
     with collector_paused():
         assert gc.isenabled()
-    env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "home")}
-    run = subprocess.run(
-        [sys.executable, "-c", _COLLECTIONS_IN_SERVICE_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True
+    counter = """
+        during, after = [], []
+        def count(phase, info):
+            core = sys.modules.get("lineage.service.core")
+            if phase == "start" and core is not None and not hasattr(core, "Service"):  # its import is under way
+                during.append(info["generation"])
+            elif phase == "start" and core is not None and not gc.get_freeze_count():  # imported, not frozen
+                after.append(info["generation"])
+        """
+    found = _collections_during_main(
+        counter, ["datasets", "--json"], "len(during), len(after), gc.isenabled()", tmp_path
     )
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip().splitlines()[-1].split() == ["0", "0", "True"]
-
-
-_COLLECTIONS_IN_CLI_IMPORT = """
-import gc, sys
-from lineage.cli.main import main
-before_freeze = []
-def count(phase, info):
-    if phase == "start" and not gc.get_freeze_count():
-        before_freeze.append(info["generation"])
-gc.callbacks.append(count)
-sys.argv = ["lineage", "takedown", "--help"]
-try:
-    main()
-except SystemExit as exit:
-    assert not exit.code, exit.code
-print(len(before_freeze), gc.get_freeze_count() > 10_000, gc.isenabled(), *gc.get_threshold())
-"""
+    assert found == ["0", "0", "True"]
 
 
 def test_the_cli_layer_is_imported_with_the_collector_paused(tmp_path: Path) -> None:
@@ -267,12 +258,15 @@ def test_the_cli_layer_is_imported_with_the_collector_paused(tmp_path: Path) -> 
     again and again. No collection runs before the freeze, and the collector is on again after, with full
     collections a hundred times further apart and young ones as they were."""
     young, middle, old = gc.get_threshold()
-    env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "home")}
-    run = subprocess.run(
-        [sys.executable, "-c", _COLLECTIONS_IN_CLI_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip().splitlines()[-1].split() == ["0", "True", "True", str(young), str(middle), str(old * 100)]
+    counter = """
+        before_freeze = []
+        def count(phase, info):
+            if phase == "start" and not gc.get_freeze_count():
+                before_freeze.append(info["generation"])
+        """
+    report = "len(before_freeze), gc.get_freeze_count() > 10_000, gc.isenabled(), *gc.get_threshold()"
+    found = _collections_during_main(counter, ["takedown", "--help"], report, tmp_path)
+    assert found == ["0", "True", "True", str(young), str(middle), str(old * 100)]
 
 
 def test_lineage_dedupe_of_a_file_loads_no_catalog_stack(tmp_path: Path) -> None:
