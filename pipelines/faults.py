@@ -9,6 +9,7 @@ at once, and must never see the file created but still empty.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ def checkpoint(point: str) -> None:
     marker = os.environ.get("LINEAGE_PAUSE_MARKER")
     if marker:
         pid = os.getpid()
-        aside = Path(f"{marker}.{pid}.writing")
+        aside = Path(f"{marker}.{pid}.{threading.get_ident()}.writing")  # threads of a pool may pause at once
         aside.write_text(str(pid))
         os.replace(aside, marker)
     time.sleep(3600)

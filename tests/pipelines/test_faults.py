@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,35 @@ def test_another_point_passes_through(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("LINEAGE_PAUSE_MARKER", str(tmp_path / "paused"))
     faults.checkpoint("here")
     assert not (tmp_path / "paused").exists()
+
+
+def test_two_threads_pausing_at_once_both_write_the_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads of a pool may reach the same point together: each renames its own whole file into place."""
+    marker = tmp_path / "paused"
+    monkeypatch.setenv("LINEAGE_PAUSE_AT", "here")
+    monkeypatch.setenv("LINEAGE_PAUSE_MARKER", str(marker))
+    both_written = threading.Barrier(2, timeout=10)
+    rename = os.replace
+
+    def replace_when_both_wrote(src: str | Path, dst: str | Path) -> None:
+        both_written.wait()
+        rename(src, dst)
+
+    monkeypatch.setattr(faults.os, "replace", replace_when_both_wrote)
+    monkeypatch.setattr(faults.time, "sleep", lambda seconds: None)
+    errors: list[BaseException] = []
+
+    def pause() -> None:
+        try:
+            faults.checkpoint("here")
+        except BaseException as exc:  # noqa: BLE001  (reported by the assertion below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=pause) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert marker.read_text() == str(os.getpid())
+    assert [p.name for p in tmp_path.iterdir()] == ["paused"]
