@@ -9,9 +9,11 @@ import gzip
 import itertools
 import json
 import random
+import subprocess
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
@@ -19,6 +21,7 @@ from benchmarks.common import CORPUS_EN, CORPUS_ZH, edited_copies, read_corpus
 from lineage import dedupe_files as module
 from lineage.dedupe_files import dedupe_files
 from lineage.settings import Settings
+from operators.convert.readers import open_decompressed
 from operators.minhash.params import MinHashParams
 from storage.errors import LineageError, RunFailed
 from tests.data.make_bad_inputs import build
@@ -124,3 +127,39 @@ def test_an_output_file_in_a_folder_that_does_not_exist_yet_is_written_there(
     summary = dedupe_files([src], out, settings=settings)
     assert summary.kept == 3 and out.is_file() and Path(f"{out}.duplicates.parquet").is_file()
     assert gzip.decompress(out.read_bytes()) == gzip.decompress(src.read_bytes())
+
+
+def test_a_kept_gz_file_of_several_members_is_one_stream_to_every_reader(tmp_path: Path) -> None:
+    """Kept records of a .gz input are compressed block by block on two threads, one gzip member per block:
+    gzip, zcat, Python's gzip and our own reader all read the blocks back as one stream, in order, and the
+    same blocks give the same bytes."""
+    rng = random.Random(3)
+    blocks = [
+        "".join(
+            json.dumps({"i": n, "text": f"{k} " * rng.randrange(1, 40)}) + "\n" for n in range(k * 500, k * 500 + 500)
+        )
+        for k in range(7)
+    ]
+    wanted = "".join(blocks).encode()
+
+    def write(path: Path) -> Path:
+        with module.GzipMembers(path, level=1) as out:
+            for block in blocks:
+                out.write(block.encode())
+        return path
+
+    first, second = write(tmp_path / "a.jsonl.gz"), write(tmp_path / "b.jsonl.gz")
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes().count(b"\x1f\x8b\x08") >= len(blocks)  # a member per block
+    assert gzip.decompress(first.read_bytes()) == wanted
+    assert subprocess.run(["gzip", "-t", str(first)], check=False).returncode == 0
+    zcat = subprocess.run(["zcat", str(first)], capture_output=True, check=True)
+    assert zcat.stdout == wanted
+    with open_decompressed(pafs.LocalFileSystem(), str(first)) as stream:
+        assert stream.read() == wanted
+
+    empty = tmp_path / "none.jsonl.gz"
+    with module.GzipMembers(empty, level=1):
+        pass
+    assert gzip.decompress(empty.read_bytes()) == b""
+    assert subprocess.run(["gzip", "-t", str(empty)], check=False).returncode == 0
