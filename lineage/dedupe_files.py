@@ -9,7 +9,6 @@ the ``--id-field`` values (or ``file:row`` without one). Bad records go to a qua
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import logging
 import tempfile
@@ -37,6 +36,7 @@ from pipelines.integrity import INGESTED_SCHEMA, check_unique_ids
 from pipelines.sources import plan_source
 from pipelines.spec import PipelineSpec
 from pipelines.stages import run_source
+from storage import gzip_codec
 from storage.tier import local_tier
 
 log = logging.getLogger(__name__)
@@ -417,11 +417,6 @@ def _id_of(record: Any, id_field: str | None) -> str | None:
 # Kept lines are written in blocks of this many bytes (one write, one compressor call each), by a
 # writer thread, so compressing overlaps reading the input again.
 _BLOCK_BYTES = 4 << 20
-# gzip level of a kept .gz file. Level 1: the kept file is the input of a next step more often than an
-# archive, and on the bundled English corpus level 1 takes a quarter of level 9's time (gzip.open's
-# default, used before) for output 18% larger (compressed/raw 0.269 against 0.228; level 6 0.230 at 3x
-# level 1's time).
-GZIP_LEVEL = 1
 
 
 def _write_kept(src: Path, dst: Path, keep: set[int], wanted: dict[int, str | None], id_field: str | None) -> None:
@@ -501,7 +496,7 @@ def _plain_writer(path: Path) -> Any:
 
 
 def _gzip_writer(path: Path) -> Any:
-    return GzipMembers(path, GZIP_LEVEL)
+    return GzipMembers(path, gzip_codec.LEVEL)
 
 
 class GzipMembers:
@@ -509,8 +504,9 @@ class GzipMembers:
     written in order. Not thread-safe: one caller writes.
 
     Compressing the kept records was the write step's bottleneck, one core's zlib (at 254,724 documents, most
-    of the step's 0.8 s) while the other core had little to do; zlib releases the GIL, so two compressors
+    of the step's 0.8 s) while the other core had little to do; the compressor releases the GIL, so two
     share it (end to end 6.75 s against 6.91 s at 254,724 documents, 1.31 s against 1.42 s at 20,000).
+    Members are ISA-L's (:mod:`storage.gzip_codec`), at a fifth of zlib's time.
     A file of several members is one gzip stream to every reader (RFC 1952, 2.2: ``gzip -d``,
     Python's ``gzip``, pyarrow, zcat): the decompressed bytes are the kept records, as before. Members carry
     no file name and a zero time, so the same input gives the same bytes. An empty file is one empty member.
@@ -528,7 +524,7 @@ class GzipMembers:
             return
         while len(self._pending) >= self._threads:  # at most ``threads`` blocks held, compressed or not
             self._file.write(self._pending.popleft().result())
-        self._pending.append(self._pool.submit(gzip.compress, data, self._level, mtime=0))
+        self._pending.append(self._pool.submit(gzip_codec.member, data, self._level))
         self._members += 1
 
     def close(self) -> None:
@@ -536,7 +532,7 @@ class GzipMembers:
             while self._pending:
                 self._file.write(self._pending.popleft().result())
             if not self._members:
-                self._file.write(gzip.compress(b"", self._level, mtime=0))
+                self._file.write(gzip_codec.member(b"", self._level))
         finally:
             self._pool.shutdown(cancel_futures=True)
             self._file.close()

@@ -21,7 +21,6 @@ import io
 import json
 import logging
 import re
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,9 +31,11 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import zstandard
 
+from storage import gzip_codec
+
 log = logging.getLogger(__name__)
 
-CORRUPTION_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError, pa.ArrowException)
+CORRUPTION_ERRORS = (OSError, EOFError, *gzip_codec.ERRORS, zstandard.ZstdError, pa.ArrowException)
 
 
 @dataclass(slots=True)
@@ -99,7 +100,7 @@ def open_decompressed(fs: pafs.FileSystem, path: str, name: str | None = None) -
     raw = fs.open_input_stream(path, compression=None)
     lower = (name or path).lower()
     if lower.endswith(".gz"):
-        return io.BufferedReader(_Decompressed(raw, lambda: zlib.decompressobj(wbits=31)), 1 << 16)
+        return io.BufferedReader(_Decompressed(raw, gzip_codec.decompressor), 1 << 16)
     if lower.endswith(".zst"):
         return io.BufferedReader(_Decompressed(raw, lambda: zstandard.ZstdDecompressor().decompressobj()), 1 << 20)
     return io.BufferedReader(raw, 1 << 20)
