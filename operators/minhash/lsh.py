@@ -78,7 +78,7 @@ def band_hashes(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
     if bands * rows > sigs.shape[1]:
         raise ValueError(f"{bands}x{rows} bands do not fit signatures of width {sigs.shape[1]}")
     sigs = np.ascontiguousarray(sigs, dtype=np.uint32)
-    if sigs.shape[0] <= small.ROW_LIMIT:
+    if small.suits(sigs.shape[0] <= small.ROW_LIMIT):
         return small.band_hashes(sigs, bands, rows)
     return _band_kernel(sigs, bands, rows)
 

@@ -317,6 +317,6 @@ def _folded_shingles(
     drop = punct_or_symbol_table()
     share = word_half_share(params) if params.script == "mixed" else params.cjk_ratio
     args = (data, offsets, drop, params.ngram, _MODES[params.script], share)
-    if offsets[-1] - offsets[0] <= small.SHINGLE_LIMIT:
+    if small.suits(offsets[-1] - offsets[0] <= small.SHINGLE_LIMIT):
         return small.shingle_hashes(*args)
     return _shingle_kernel(*args)

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from operators.minhash import small
-from operators.minhash._jit import made, njit
+from operators.minhash._jit import njit
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import mixed_shingles, shingle_hashes
 
@@ -70,9 +70,7 @@ def signatures_from_hashes(hashes: np.ndarray, offsets: np.ndarray, num_perm: in
     hashes = np.ascontiguousarray(hashes, dtype=np.uint32)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     a, b = permutations(num_perm, seed)
-    # the numpy twin only spares a process loading numba; once it is loaded (a large batch ran),
-    # the kernel is faster on every size (a mixed batch's few CJK texts' character half, say)
-    if len(hashes) <= small.HASH_LIMIT and not made():
+    if small.suits(len(hashes) <= small.HASH_LIMIT):
         return small.minhash(hashes, offsets, a, b)
     return _minhash_kernel(hashes, offsets, a, b)
 

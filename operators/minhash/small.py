@@ -4,17 +4,31 @@ Each function here returns exactly what its numba kernel returns (same dtype, sa
 ``tests/operators/minhash/test_small.py`` compares them on the bundled corpora, the mixed-script
 evaluation set and edge cases. The public functions (``shingle_hashes``, ``signatures_from_hashes``,
 ``band_hashes``, ``connected_components``, ``sorted_sets``, ``exact_jaccard``, ``estimated_jaccard``)
-call these when an input is below the ``*_LIMIT`` sizes: there, loading numba (about 1 s of CPU)
-costs more than the work.
+call these when an input is below the ``*_LIMIT`` sizes and numba is not loaded yet (:func:`suits`):
+there, loading numba (about 1 s of CPU) costs more than the work.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from operators.minhash._jit import made
+
 SHINGLE_LIMIT = 64 << 10  # UTF-8 bytes of folded text in one call
 HASH_LIMIT = 16 << 10  # shingle hashes in one call (a 16k x num_perm uint32 temporary)
 ROW_LIMIT = 4096  # documents (band hashes), edges (components) or pairs (verification)
+
+
+def suits(*within_limits: bool) -> bool:
+    """Whether an input goes to the functions here: it is within every limit, and numba is not loaded.
+
+    Once a large input has loaded numba, its kernels are faster on every size, and one not called yet
+    loads from numba's cache in 4-8 ms. A large dedupe's sketch batches (4,096 documents, at the limit)
+    went on taking the numpy band hashes: 0.5 s of the sketcher's thread at 254,724 documents, where the
+    kernel takes 0.4 of its time and releases the GIL throughout.
+    """
+    return all(within_limits) and not made()
+
 
 _M64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15

@@ -42,6 +42,6 @@ def connected_components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray
         raise ValueError("src and dst differ in length")
     if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
         raise ValueError(f"edge endpoints must be in [0, {n})")
-    if len(src) <= small.ROW_LIMIT and n <= 16 * small.ROW_LIMIT:
+    if small.suits(len(src) <= small.ROW_LIMIT, n <= 16 * small.ROW_LIMIT):
         return small.components(n, src, dst)
     return _components_kernel(n, src, dst)

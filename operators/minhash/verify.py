@@ -40,7 +40,7 @@ def estimated_jaccard(sigs: np.ndarray, src: np.ndarray, dst: np.ndarray, num_pe
             out[both] = estimated_jaccard(sigs[:, num_perm:], src[both], dst[both])
         return out
     sigs = np.ascontiguousarray(sigs)
-    if len(src) <= small.ROW_LIMIT:
+    if small.suits(len(src) <= small.ROW_LIMIT):
         return small.estimated(sigs, src, dst)
     return _estimate_kernel(sigs, src, dst)
 
@@ -85,7 +85,7 @@ def _exact_kernel(sets: np.ndarray, offsets: np.ndarray, src: np.ndarray, dst: n
 def sorted_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-document sorted, deduplicated shingle hashes, in the same flat layout."""
     hashes, offsets = np.ascontiguousarray(hashes), np.asarray(offsets, dtype=np.int64)
-    if len(hashes) <= small.HASH_LIMIT and len(offsets) <= small.ROW_LIMIT:
+    if small.suits(len(hashes) <= small.HASH_LIMIT, len(offsets) <= small.ROW_LIMIT):
         return small.sorted_sets(hashes, offsets)
     return _sorted_sets_kernel(hashes, offsets)
 
@@ -97,6 +97,6 @@ def exact_jaccard(sets: np.ndarray, set_offsets: np.ndarray, src: np.ndarray, ds
     """
     set_offsets = np.asarray(set_offsets, dtype=np.int64)
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-    if len(src) <= small.ROW_LIMIT:
+    if small.suits(len(src) <= small.ROW_LIMIT):
         return small.exact(sets, set_offsets, src, dst)
     return _exact_kernel(sets, set_offsets, src, dst)

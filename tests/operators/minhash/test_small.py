@@ -108,6 +108,27 @@ def test_verification_and_components_equal_the_kernels(texts: list[str]) -> None
         np.testing.assert_array_equal(_components_kernel(n, e_src, e_dst), small.components(n, e_src, e_dst))
 
 
+def test_once_numba_is_loaded_small_inputs_take_the_kernels(texts: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large dedupe's sketch batches are at the size limit (4,096 documents): once a kernel loaded numba,
+    they must not go on through the numpy twins (0.5 s of the sketcher at 254,724 documents)."""
+    from operators.minhash import lsh, signature, union_find, verify
+    from operators.minhash._jit import make_all
+
+    make_all()
+    params = MinHashParams()
+    batch = pa.array(texts[:200], pa.string())
+    for name in ("shingle_hashes", "minhash", "band_hashes", "sorted_sets", "exact", "estimated", "components"):
+        monkeypatch.setattr(small, name, lambda *_a, _name=name: pytest.fail(f"small.{_name} ran with numba loaded"))
+    sigs = signature.signatures(batch, params)
+    assert sigs.shape == (200, 2 * params.num_perm)
+    lsh.band_hashes(sigs[:, : params.num_perm], 21, 6)
+    src, dst = np.arange(10), np.arange(1, 11)
+    verify.estimated_jaccard(sigs[:, : params.num_perm], src, dst)
+    sets, offsets = verify.sorted_sets(np.arange(40, dtype=np.uint32), np.arange(0, 41, 2))
+    verify.exact_jaccard(sets, offsets, src, dst)
+    union_find.connected_components(20, src, dst)
+
+
 def test_a_small_dedupe_loads_neither_numba_nor_the_catalog(tmp_path: Path) -> None:
     """``lineage dedupe`` of a 10-document file: no numba, no Alembic (the user's catalog is not opened),
     no DuckDB, and a near copy is still found."""
