@@ -155,6 +155,31 @@ def test_random_files_give_the_same_rows_on_both_paths(
         assert_same(Path(tmp), "f.jsonl", id_field=id_field, batch_rows=batch_rows, max_record_bytes=limit)
 
 
+def _lone_surrogate(value: object) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+@FUZZ
+@given(line=json_line | raw_line | json_line.map(lambda b: b[: len(b) // 2] + b[len(b) // 2 + 1 :]))
+def test_a_line_is_taken_as_json_loads_reads_it(line: bytes) -> None:
+    """orjson parses first: a line taken has exactly ``json.loads``'s value (an int past 64 bits stays an
+    int, NaN and a lone surrogate are the standard library's), and a good object line is always taken."""
+    got = json_objects.parse_line(line)
+    try:
+        want = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        assert got is None
+        return
+    if got is not None:
+        assert repr(got) == repr(want)
+    plain = line[:1] == b"{" and line[-1:] == b"}" and line.count(b"{") + line.count(b"[") < 200
+    assert (got is not None) == (plain and not _lone_surrogate(want))
+
+
 def test_the_block_pass_takes_every_line_of_the_bundled_corpus() -> None:
     """Guards the comparisons above: on clean data the block pass, not the fallback, made the rows."""
     opts = ReadOptions(8 << 20, batch_rows=4096)
