@@ -224,7 +224,7 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
                     )
                     if len(pending) >= 2:  # bounded: at most two batches wait for the sketcher
                         sketches.append(pending.popleft().result())
-                    pending.append(pool.submit(_held_sketch, op, samples.select(list(op.sketch_columns))))
+                    pending.append(pool.submit(op.held_sketch, samples.select(list(op.sketch_columns))))
                     if op.needs_texts:
                         texts.append(samples.column("text"))
         sketches.extend(f.result() for f in pending)
@@ -262,10 +262,6 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     )
     quarantine_table = pa.Table.from_batches(quarantine, QUARANTINE_SCHEMA)
     return _Decided(kept, dropped, position, quarantine_table, ids.num_rows)
-
-
-def _held_sketch(op: ClusterOperator, samples: pa.RecordBatch) -> pa.RecordBatch:
-    return op.held_sketch(op.sketch(samples))
 
 
 def _drain_table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:

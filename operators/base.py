@@ -165,11 +165,12 @@ class ClusterOperator(Operator):
         engine with a thread that would otherwise wait for that batch (``lineage dedupe``'s sketcher
         while convert starts). By default there is nothing to load."""
 
-    def held_sketch(self, sketch: pa.RecordBatch) -> pa.RecordBatch:
-        """What ``cluster`` reads of one ``sketch`` batch, for an engine that holds every sketch in
-        memory for one ``cluster`` call without ``published`` sketches (``lineage dedupe``): by
-        default the batch itself; an operator may drop what such a call never reads."""
-        return sketch
+    def held_sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The sketch of ``batch`` (its ``sketch_columns``) as ``cluster`` reads it, for an engine that
+        holds every sketch in memory for one ``cluster`` call without ``published`` sketches
+        (``lineage dedupe``): by default ``sketch(batch)``; an operator may drop what such a call never
+        reads, or keep what it would otherwise make again."""
+        return self.sketch(batch)
 
     @abstractmethod
     def cluster(

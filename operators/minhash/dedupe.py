@@ -18,10 +18,10 @@ import pyarrow as pa
 from operators.minhash.lsh import ABSENT, candidate_edges, unique_sorted
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import shingle_hashes
-from operators.minhash.store import load_signatures, widen
+from operators.minhash.store import load_signatures, shingle_sets, widen
 from operators.minhash.survivors import decide
 from operators.minhash.union_find import connected_components
-from operators.minhash.verify import estimated_jaccard, exact_jaccard, sorted_sets
+from operators.minhash.verify import ShingleSets, estimated_jaccard, exact_jaccard, sorted_sets
 from operators.threads import ordered_map
 
 log = logging.getLogger(__name__)
@@ -119,15 +119,26 @@ class _ShingleSets:
     """
 
     def __init__(
-        self, texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np.ndarray, params: MinHashParams
+        self,
+        texts: pa.Array | pa.ChunkedArray | PermutedTexts,
+        rows: np.ndarray,
+        params: MinHashParams,
+        made: ShingleSets | None = None,
     ) -> None:
         self._texts, self._params = texts, params
-        self._local = np.full(len(texts), -1, dtype=np.int64)
-        self._local[rows] = np.arange(len(rows))
-        self._sets, self._offsets, cjk = _shingle_sets(texts, rows, params)
-        self._cjk = np.zeros(len(texts), dtype=bool)
-        self._cjk[rows] = cjk
-        self._chars = params.script == "mixed" and bool(cjk.any())
+        if made is not None:  # every row's set, made by the sketcher from the same shingles
+            if len(made) != len(texts):
+                raise ValueError(f"{len(made)} shingle sets for {len(texts)} texts")
+            self._local = made.index()
+            self._sets, self._offsets = made.sets, made.offsets
+            self._cjk = made.cjk[self._local]
+        else:
+            self._local = np.full(len(texts), -1, dtype=np.int64)
+            self._local[rows] = np.arange(len(rows))
+            self._sets, self._offsets, cjk = _shingle_sets(texts, rows, params)
+            self._cjk = np.zeros(len(texts), dtype=bool)
+            self._cjk[rows] = cjk
+        self._chars = params.script == "mixed" and bool(self._cjk.any())
         self._char_local = np.full(len(texts), -1, dtype=np.int64)
         self._char_sets, self._char_offsets = np.zeros(0, np.uint32), np.zeros(1, np.int64)
 
@@ -154,7 +165,11 @@ class _ShingleSets:
 
 
 def _cluster(
-    sigs: np.ndarray, bands: np.ndarray, params: MinHashParams, texts: pa.Array | pa.ChunkedArray | PermutedTexts | None
+    sigs: np.ndarray,
+    bands: np.ndarray,
+    params: MinHashParams,
+    texts: pa.Array | pa.ChunkedArray | PermutedTexts | None,
+    made: ShingleSets | None = None,
 ) -> tuple[np.ndarray, _ShingleSets | None]:
     n = len(sigs)
     src, dst = candidate_edges(bands)
@@ -162,7 +177,7 @@ def _cluster(
     if params.verify == "exact":
         if texts is None or len(texts) != n:
             raise ValueError('verify="exact" needs the texts of every row')
-        sets = _ShingleSets(texts, unique_sorted(np.concatenate([src, dst])), params)
+        sets = _ShingleSets(texts, unique_sorted(np.concatenate([src, dst])), params, made)
         keep = sets.jaccard(src, dst) >= params.threshold
     elif params.verify == "estimate":
         keep = estimated_jaccard(sigs, src, dst, params.num_perm) >= params.threshold
@@ -194,8 +209,9 @@ def _decide(
     params: MinHashParams,
     texts: pa.Array | pa.ChunkedArray | PermutedTexts | None,
     priority: np.ndarray | None = None,
+    made: ShingleSets | None = None,
 ) -> pa.Table:
-    labels, sets = _cluster(sigs, bands, params, texts)
+    labels, sets = _cluster(sigs, bands, params, texts, made)
     jaccard = sets.jaccard if sets is not None else (lambda s, d: estimated_jaccard(sigs, s, d, params.num_perm))
     return decide(sample_ids, labels, text_lengths, published, params.survivor, jaccard, priority)
 
@@ -229,7 +245,11 @@ def dedupe(
     With ``order`` (row positions) the decisions are those of ``table.take(order)``, in that order;
     ``texts`` are then aligned with that order. The rows are put in order as matrices, not as a
     taken table (a copy of every band list was a fifth of a 254k-document cluster step).
+
+    Exact verification compares the rows' shingle sets that ``table`` carries
+    (``store.with_shingle_sets``), when it does, instead of shingling ``texts`` again.
     """
+    made = shingle_sets(table) if params.verify == "exact" else None
     sigs, bands = load_signatures(table, params)
     sample_ids = table.column("sample_id").combine_chunks()
     lengths, published, priority = table.column("text_length").to_numpy(), _published(table), _priority(table)
@@ -237,7 +257,8 @@ def dedupe(
         sample_ids = sample_ids.take(pa.array(order))
         sigs, bands, lengths, published = sigs[order], bands[order], lengths[order], published[order]
         priority = priority[order] if priority is not None else None
-    return _decide(sample_ids, lengths, published, sigs, bands, params, texts, priority)
+        made = made.taken(order) if made is not None else None
+    return _decide(sample_ids, lengths, published, sigs, bands, params, texts, priority, made)
 
 
 def _sharing_a_bucket(bands: np.ndarray, other: np.ndarray) -> np.ndarray:

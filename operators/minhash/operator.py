@@ -12,7 +12,14 @@ import pyarrow.compute as pc
 from operators.base import ClusterOperator
 from operators.minhash.dedupe import PermutedTexts, dedupe, dedupe_incremental, published_candidates
 from operators.minhash.params import MinHashParams
-from operators.minhash.store import SIGNATURE_SCHEMA, signature_batch, without_signatures
+from operators.minhash.signature import signatures_and_shingles
+from operators.minhash.store import (
+    SIGNATURE_SCHEMA,
+    signature_batch,
+    sketch_rows,
+    with_shingle_sets,
+    without_signatures,
+)
 from operators.minhash.survivors import lineage_records
 from storage.errors import Invalid
 
@@ -61,7 +68,11 @@ class MinHashDedupe(ClusterOperator):
         return SIGNATURE_SCHEMA.append(PRIORITY_FIELD) if self.params_.priority else SIGNATURE_SCHEMA
 
     def sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        out = signature_batch(batch.column("sample_id"), batch.column("text"), self.params_)
+        return self._with_priority(
+            batch, signature_batch(batch.column("sample_id"), batch.column("text"), self.params_)
+        )
+
+    def _with_priority(self, batch: pa.RecordBatch, out: pa.RecordBatch) -> pa.RecordBatch:
         if not self.params_.priority:
             return out
         ranks = self.params_.priority
@@ -77,10 +88,16 @@ class MinHashDedupe(ClusterOperator):
         texts = pa.array([words, han], pa.string())
         self.sketch(pa.record_batch({"sample_id": pa.array(["a", "b"]), "text": texts, "source_dataset": ["x", "x"]}))
 
-    def held_sketch(self, sketch: pa.RecordBatch) -> pa.RecordBatch:
-        """Without its signatures (checked first) when exact verification decides: see
-        :func:`~operators.minhash.store.without_signatures`."""
-        return without_signatures(sketch, self.params_) if self.needs_texts else sketch
+    def held_sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """When exact verification decides: without its signatures (checked first, see
+        :func:`~operators.minhash.store.without_signatures`), and with its rows' shingle sets
+        (:func:`~operators.minhash.store.with_shingle_sets`), made from the shingles just hashed."""
+        if not self.needs_texts:
+            return self.sketch(batch)
+        texts = batch.column("text")
+        sigs, shingles = signatures_and_shingles(texts, self.params_)
+        out = self._with_priority(batch, sketch_rows(batch.column("sample_id"), texts, sigs, self.params_))
+        return with_shingle_sets(without_signatures(out, self.params_), shingles)
 
     def cluster(
         self,

@@ -83,9 +83,17 @@ def signatures(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) -> np.n
 
     Call it per batch (memory is bounded by the batch), then keep only the signatures.
     """
+    return signatures_and_shingles(texts, params)[0]
+
+
+def signatures_and_shingles(
+    texts: pa.Array | pa.ChunkedArray, params: MinHashParams
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`signatures`, and the shingles they were made of as ``shingle_hashes`` returns them
+    (``script="mixed"``: the word half), which exact verification compares."""
     if params.script != "mixed":
-        hashes, offsets, _ = shingle_hashes(texts, params)
-        return signatures_from_hashes(hashes, offsets, params.num_perm, params.seed)
+        hashes, offsets, cjk = shingle_hashes(texts, params)
+        return signatures_from_hashes(hashes, offsets, params.num_perm, params.seed), (hashes, offsets, cjk)
     hashes, offsets, cjk, char_hashes, char_offsets = mixed_shingles(texts, params)
     out = np.full((len(cjk), 2 * params.num_perm), _EMPTY, dtype=np.uint32)
     lengths = np.diff(offsets)
@@ -94,4 +102,4 @@ def signatures(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) -> np.n
     out[words, : params.num_perm] = signatures_from_hashes(hashes, word_offsets, params.num_perm, params.seed)
     # the character half: empty (all 2^32-1) for a text without CJK characters, never read by character
     out[cjk, params.num_perm :] = signatures_from_hashes(char_hashes, char_offsets, params.num_perm, params.seed)
-    return out
+    return out, (hashes, offsets, cjk)

@@ -23,6 +23,7 @@ from operators.minhash.lsh import ABSENT, band_layout, sketch_bands
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import word_half_share
 from operators.minhash.signature import signatures
+from operators.minhash.verify import ShingleSets, sorted_sets
 from storage.errors import Invalid
 
 # Bump when shingling, normalisation, shingle hashing or the permutation scheme changes.
@@ -38,6 +39,10 @@ SIGNATURE_SCHEMA = pa.schema(
         pa.field("bands", pa.list_(pa.int64()), nullable=False),
     ]
 )
+
+# Columns an in-memory engine's held sketch may carry (:func:`with_shingle_sets`), never stored: each
+# row's sorted shingle-hash set (little-endian uint32 values) and whether it has a CJK character.
+SHINGLE_SET, SHINGLE_CJK = "shingle_set", "shingle_cjk"
 
 
 def sketch_id(params: MinHashParams) -> str:
@@ -87,11 +92,17 @@ def signature_batch(
     sample_ids: pa.Array | pa.ChunkedArray, texts: pa.Array | pa.ChunkedArray, params: MinHashParams
 ) -> pa.RecordBatch:
     """The map step: one batch of samples -> one :data:`SIGNATURE_SCHEMA` batch."""
+    return sketch_rows(sample_ids, texts, signatures(texts, params), params)
+
+
+def sketch_rows(
+    sample_ids: pa.Array | pa.ChunkedArray, texts: pa.Array | pa.ChunkedArray, sigs: np.ndarray, params: MinHashParams
+) -> pa.RecordBatch:
+    """The :data:`SIGNATURE_SCHEMA` batch of samples whose signatures are ``sigs``."""
     if isinstance(sample_ids, pa.ChunkedArray):
         sample_ids = sample_ids.combine_chunks()
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
-    sigs = signatures(texts, params)
     b, r = band_layout(params)
     n = len(sigs)
     bands = sketch_bands(sigs, b, r, params.num_perm)
@@ -108,6 +119,32 @@ def signature_batch(
         ],
         schema=SIGNATURE_SCHEMA,
     )
+
+
+def with_shingle_sets(batch: pa.RecordBatch, shingles: tuple[np.ndarray, np.ndarray, np.ndarray]) -> pa.RecordBatch:
+    """``batch`` with the sorted sets of its rows' ``shingles`` (``shingle_hashes``'s triple), for an engine
+    that holds every sketch for one in-memory ``cluster`` call: exact verification then compares these
+    instead of shingling the candidates' texts again (two threads' 1.2 s at 254,724 documents)."""
+    hashes, offsets, cjk = shingles
+    sets, set_offsets = sorted_sets(hashes, offsets)
+    values = pa.py_buffer(np.ascontiguousarray(sets, dtype="<u4"))
+    column = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(cjk), [None, pa.py_buffer(np.asarray(set_offsets, np.int64) * 4), values]
+    )
+    return batch.append_column(SHINGLE_SET, column).append_column(SHINGLE_CJK, pa.array(cjk, pa.bool_()))
+
+
+def shingle_sets(table: pa.Table) -> ShingleSets | None:
+    """The sets :func:`with_shingle_sets` put in ``table`` (one copy of them), or None when it has none."""
+    if SHINGLE_SET not in table.column_names:
+        return None
+    column = table.column(SHINGLE_SET).combine_chunks()
+    _, offsets_buf, data_buf = column.buffers()
+    offsets = np.frombuffer(offsets_buf, np.int64)[column.offset : column.offset + len(column) + 1]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    sets = data[offsets[0] : offsets[-1]].view("<u4")
+    cjk = table.column(SHINGLE_CJK).to_numpy().astype(bool)
+    return ShingleSets(sets, (offsets - offsets[0]) // 4, cjk)
 
 
 def _all_equal(values: pa.ChunkedArray | pa.Array, expected: object) -> bool:

@@ -6,6 +6,8 @@ become cluster edges.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from operators.minhash import small
@@ -100,3 +102,26 @@ def exact_jaccard(sets: np.ndarray, set_offsets: np.ndarray, src: np.ndarray, ds
     if small.suits(len(src) <= small.ROW_LIMIT):
         return small.exact(sets, set_offsets, src, dst)
     return _exact_kernel(sets, set_offsets, src, dst)
+
+
+@dataclass(frozen=True)
+class ShingleSets:
+    """Rows' sorted shingle-hash sets as :func:`sorted_sets` lays them out, and whether each row has a CJK
+    character (``shingle_hashes``'s flag). Row ``i``'s set is set ``rows[i]`` (set ``i`` when ``rows`` is
+    None): :meth:`taken` reorders the rows without copying a set."""
+
+    sets: np.ndarray
+    offsets: np.ndarray
+    cjk: np.ndarray
+    rows: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows) if self.rows is not None else len(self.cjk)
+
+    def index(self) -> np.ndarray:
+        """Each row's set number."""
+        return self.rows if self.rows is not None else np.arange(len(self.cjk), dtype=np.int64)
+
+    def taken(self, order: np.ndarray) -> ShingleSets:
+        """Row ``i`` of the result is row ``order[i]`` of these."""
+        return replace(self, rows=self.index()[order])
