@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from operators.base import OperatorOutput, Params, SourceOperator
-from operators.convert.json_objects import META_ENCODER, fast_samples, parse_objects
+from operators.convert.json_objects import META_ENCODER, SampleColumns, fast_columns, fast_samples, parse_objects
 from operators.convert.jsonl_blocks import LineBlock, read_blocks
 from operators.convert.readers import READERS, RawRecord, ReadOptions, jsonl_record, line_record
 from operators.lineage_records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
@@ -82,13 +83,24 @@ class _Builder:
         # a file whose name the tier refuses has no URI of its own: its row points at the tier root
         self.uri = tier.uri() if chunk["refused"] is not None else tier.uri(chunk["path"])
         self.samples: dict[str, list] = {name: [] for name in SAMPLE_SCHEMA.names}
+        # a block a parser worker took whole, as Arrow columns (:meth:`_add_columns`), or None
+        self.columns: dict[str, pa.Array] | None = None
         self.quarantine: list[dict] = []
         self.blank_lines = 0
 
     def __len__(self) -> int:
-        return len(self.samples["text"]) + len(self.quarantine)
+        held = len(self.columns["text"]) if self.columns is not None else 0
+        return len(self.samples["text"]) + held + len(self.quarantine)
+
+    def _to_lists(self) -> None:
+        """The columns of a block taken whole, moved to the lists: rows are added after them."""
+        if self.columns is not None:
+            for name, values in self.columns.items():
+                self.samples[name].extend(values.to_pylist())
+            self.columns = None
 
     def add(self, rec: RawRecord) -> None:
+        self._to_lists()
         if rec.reason == "blank_line":
             self.blank_lines += 1
             return
@@ -119,11 +131,14 @@ class _Builder:
             }
         )
 
-    def add_block(self, block: LineBlock, made: list[tuple[str, object, str | None] | None] | None = None) -> None:
+    def add_block(
+        self, block: LineBlock, made: list[tuple[str, object, str | None] | None] | SampleColumns | None = None
+    ) -> None:
         """A block of JSONL lines, as the per-record path would add them one by one: the lines
         :func:`~operators.convert.json_objects.fast_sample` takes become samples in bulk; every other
         line is added by :meth:`add` as :func:`jsonl_record` makes it, in its place. ``made`` is
-        :func:`~operators.convert.json_objects.fast_samples` of the block when a parser process made it."""
+        :func:`~operators.convert.json_objects.fast_columns` of the block when a parser process made it
+        (or its ``fast_samples``)."""
         p, lines, offsets, first = self.params, block.lines, block.offsets, block.row
         if p.text_fields:  # the joined text: record by record, from the objects parsed here
             taken, objects = parse_objects(lines)
@@ -135,6 +150,12 @@ class _Builder:
                 else:
                     self.add(RawRecord(first + i, offsets[i], value=value, raw=line))
             return
+        if isinstance(made, SampleColumns):
+            if made.taken.count(0) == 0 and not self.samples["text"] and self.columns is None:
+                self._add_columns(block, made)
+                return
+            made = made.samples()
+        self._to_lists()
         if made is None:
             made = fast_samples(lines, p.text_field, p.id_field)
         good = [i for i, m in enumerate(made) if m is not None]
@@ -163,6 +184,28 @@ class _Builder:
             done = cut
             self.add(jsonl_record(line_record(first + i, offsets[i], lines[i], False, p.max_record_bytes)))
         self._extend(new, done, len(rows))
+
+    def _add_columns(self, block: LineBlock, made: SampleColumns) -> None:
+        """A block whose every line a parser worker took: its columns go to Arrow as they came, without a
+        Python string per text or ``meta``."""
+        n, first = len(block.lines), block.row
+        if self.params.id_field is None:
+            path = self.chunk["relative_path"]
+            keys = [sample_key_from_position(path, row) for row in range(first, first + n)]
+        else:
+            keys = [sample_key_from_id(value) for value in made.ids or ()]
+        dataset = self.chunk["source_dataset"]
+        valid = np.frombuffer(made.meta_valid, np.uint8).astype(bool)
+        nulls = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        meta = pa.LargeStringArray.from_buffers(n, pa.py_buffer(made.meta_offsets), pa.py_buffer(made.meta), nulls)
+        text = pa.LargeStringArray.from_buffers(n, pa.py_buffer(made.text_offsets), pa.py_buffer(made.text))
+        self.columns = {
+            "sample_id": pa.array([sample_id(dataset, key) for key in keys], pa.string()),
+            "text": text.cast(pa.string()),
+            "source_row": pa.array(np.arange(first, first + n, dtype=np.int64)),
+            "source_offset": pa.array(block.offsets, pa.int64()),
+            "meta": meta.cast(pa.string()),
+        }
 
     def _extend(self, new: dict[str, list], start: int, stop: int) -> None:
         if stop > start:
@@ -207,21 +250,25 @@ class _Builder:
         return text, key, meta, None, None
 
     def flush(self) -> OperatorOutput:
-        n = len(self.samples["text"])
-        texts = pa.array(self.samples["text"], pa.string())
+        columns = self.columns or {
+            name: pa.array(self.samples[name], SAMPLE_SCHEMA.field(name).type)
+            for name in ("sample_id", "text", "source_row", "source_offset", "meta")
+        }
+        texts = columns["text"]
+        n = len(texts)
         c = self.chunk
         batch = pa.RecordBatch.from_arrays(
             [
-                pa.array(self.samples["sample_id"], pa.string()),
+                columns["sample_id"],
                 texts,
                 content_hashes(texts) if self.hashes else pa.repeat(pa.scalar("", pa.string()), n),
                 pa.repeat(pa.scalar(c["source_dataset"], pa.string()), n),
                 pa.repeat(pa.scalar(c["source_version"], pa.int64()), n),
                 pa.repeat(pa.scalar(self.uri, pa.string()), n),
                 pa.repeat(pa.scalar(c["relative_path"], pa.string()), n),
-                pa.array(self.samples["source_row"], pa.int64()),
-                pa.array(self.samples["source_offset"], pa.int64()),
-                pa.array(self.samples["meta"], pa.string()),
+                columns["source_row"],
+                columns["source_offset"],
+                columns["meta"],
             ],
             schema=SAMPLE_SCHEMA,
         )
@@ -238,6 +285,7 @@ class _Builder:
         quarantine = pa.RecordBatch.from_pylist(self.quarantine, schema=QUARANTINE_SCHEMA)
         out = OperatorOutput(batch, lineage, quarantine, {"blank_lines": self.blank_lines})
         self.samples = {name: [] for name in SAMPLE_SCHEMA.names}
+        self.columns = None
         self.quarantine = []
         self.blank_lines = 0
         return out
@@ -338,8 +386,8 @@ _INLINE_BLOCKS = 4
 
 def _parsed(
     items: Iterator[LineBlock | RawRecord], params: ConvertParams, processes: int, here: bool = True
-) -> Iterator[tuple[LineBlock | RawRecord, list[tuple[str, object, str | None] | None] | None]]:
-    """``items`` in order, each block with its :func:`~operators.convert.json_objects.fast_samples` when
+) -> Iterator[tuple[LineBlock | RawRecord, SampleColumns | None]]:
+    """``items`` in order, each block with its :func:`~operators.convert.json_objects.fast_columns` when
     a worker process made it (else None: the builder makes it). With ``processes`` workers, after
     :data:`_INLINE_BLOCKS` blocks, of every ``processes + 1`` blocks this process keeps one and the
     workers parse the others (two blocks each at most ahead), so convert's Python runs on more than one
@@ -349,7 +397,7 @@ def _parsed(
         yield from ((item, None) for item in items)
         return
     pool: ProcessPoolExecutor | None = None
-    pending: deque[tuple[LineBlock | RawRecord, Future[list] | None]] = deque()
+    pending: deque[tuple[LineBlock | RawRecord, Future[SampleColumns] | None]] = deque()
     blocks = 0
     try:
         for item in items:
@@ -359,7 +407,7 @@ def _parsed(
                 if blocks > _INLINE_BLOCKS and (not here or blocks % (processes + 1)):
                     if pool is None:
                         pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
-                    future = pool.submit(fast_samples, item.lines, params.text_field, params.id_field)
+                    future = pool.submit(fast_columns, item.lines, params.text_field, params.id_field)
             pending.append((item, future))
             while len(pending) > 2 * (processes + 1):
                 done, fut = pending.popleft()

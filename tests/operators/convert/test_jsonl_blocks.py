@@ -99,6 +99,13 @@ def test_blocks_parsed_in_worker_processes_give_the_same_rows(tmp_path: Path) ->
         assert_same(tmp_path, "f.jsonl", processes=1, here=False, batch_rows=batch_rows, id_field="id")
     samples = assert_same(DATA, "debian_en.jsonl.gz", processes=1, batch_rows=1000)
     assert samples.num_rows > 2000
+    # clean blocks come back as columns, handed to Arrow whole: some without meta, non-ASCII texts
+    clean = [
+        json.dumps({"text": f"文档 {i} é", **({"n": i} if i % 3 else {})}, ensure_ascii=i % 2 == 0) for i in range(200)
+    ]
+    (tmp_path / "clean.jsonl").write_text("\n".join(clean) + "\n")
+    samples = assert_same(tmp_path, "clean.jsonl", processes=1, here=False, batch_rows=16)
+    assert samples.column("meta").null_count == 67
 
     def made(here: bool) -> list[bool]:
         """Per block, whether a worker parsed it."""
@@ -178,6 +185,14 @@ def test_a_line_is_taken_as_json_loads_reads_it(line: bytes) -> None:
         assert repr(got) == repr(want)
     plain = line[:1] == b"{" and line[-1:] == b"}" and line.count(b"{") + line.count(b"[") < 200
     assert (got is not None) == (plain and not _lone_surrogate(want))
+
+
+@FUZZ
+@given(lines=st.lists(json_line | raw_line, max_size=12), id_field=st.sampled_from([None, "id"]))
+def test_a_workers_columns_hold_the_samples_it_made(lines: list[bytes], id_field: str | None) -> None:
+    assert json_objects.fast_columns(lines, "text", id_field).samples() == json_objects.fast_samples(
+        lines, "text", id_field
+    )
 
 
 def test_the_block_pass_takes_every_line_of_the_bundled_corpus() -> None:
