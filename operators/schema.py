@@ -1,14 +1,6 @@
 """The one Arrow schema of a training sample, and the quarantine schema for records we refuse.
 
-``sample_id`` derivation (also in the README):
-
-    key       = "id:" + str(record[id_field])             if an id field is configured
-              = "pos:" + relative_path + "\\x00" + str(row) otherwise
-    sample_id = xxh3_128_hexdigest(source_dataset + "\\x00" + key)
-
-``relative_path`` is the file's path relative to the dataset's root (never a tier URI) and
-``row`` is the record's 0-based index in that file, so the id survives tier moves and does not
-depend on how an engine splits files.
+``sample_id`` derivation: :mod:`operators.sample_ids` (also in the README).
 
 ``content_hash`` = xxh3-128 (hex) of the text after Unicode NFKC normalisation and collapsing
 every run of whitespace to one space, with leading/trailing whitespace stripped.
@@ -17,8 +9,8 @@ every run of whitespace to one space, with leading/trailing whitespace stripped.
 from __future__ import annotations
 
 import pyarrow as pa
-import xxhash
 
+from operators.sample_ids import sample_id, sample_key_from_id, sample_key_from_position  # noqa: F401  (re-exported)
 from operators.text import content_hash, content_hashes  # noqa: F401  (re-exported)
 
 SAMPLE_SCHEMA = pa.schema(
@@ -53,18 +45,6 @@ QUARANTINE_SCHEMA = pa.schema(
         pa.field("raw_size", pa.int64(), nullable=True),
     ]
 )
-
-
-def sample_key_from_id(record_id: object) -> str:
-    return f"id:{record_id}"
-
-
-def sample_key_from_position(relative_path: str, row: int) -> str:
-    return f"pos:{relative_path}\x00{row}"
-
-
-def sample_id(source_dataset: str, key: str) -> str:
-    return xxhash.xxh3_128_hexdigest(f"{source_dataset}\x00{key}".encode())
 
 
 def empty_samples() -> pa.Table:

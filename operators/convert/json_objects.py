@@ -34,6 +34,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from operators.sample_ids import sample_id, sample_key_from_id, sample_key_from_position
+
 # a line with at least this many "{" and "[" goes to the per-record reader: the standard library's
 # parser and encoder fail near the recursion limit (about 1000 levels), at a depth that depends on
 # the caller's stack, so only the per-record reader may decide such a line
@@ -138,10 +140,12 @@ def fast_samples(
 class SampleColumns(NamedTuple):
     """:func:`fast_samples` of a block as columns. ``taken[i]`` is 1 when line ``i`` made a sample; the
     taken lines' texts and ``meta`` are UTF-8 ``text``/``meta`` cut at the int64 ``*_offsets`` (a missing
-    ``meta``: empty, 0 in ``meta_valid``), their id values ``ids`` (None without an id field)."""
+    ``meta``: empty, 0 in ``meta_valid``), their id values ``ids`` (None without an id field), and their
+    sample ids."""
 
     taken: bytes
     ids: list[object] | None
+    sample_ids: bytes  # the taken lines' sample ids, SAMPLE_ID_CHARS ASCII characters each
     text: bytes
     text_offsets: bytes
     meta: bytes
@@ -164,10 +168,14 @@ class SampleColumns(NamedTuple):
         return out
 
 
-def fast_columns(lines: list[bytes], text_field: str, id_field: str | None) -> SampleColumns:
-    """:func:`fast_samples` of a block, as :class:`SampleColumns`: what a parser worker returns."""
+def fast_columns(
+    lines: list[bytes], text_field: str, id_field: str | None, dataset: str, path: str, first_row: int
+) -> SampleColumns:
+    """:func:`fast_samples` of a block whose first line is row ``first_row`` of file ``path`` (relative to
+    ``dataset``'s root), as :class:`SampleColumns`: what a parser worker returns."""
     taken = bytearray(len(lines))
     ids: list[object] | None = [] if id_field is not None else None
+    sample_ids: list[str] = []
     texts: list[bytes] = []
     metas: list[bytes] = []
     valid = bytearray()
@@ -182,9 +190,13 @@ def fast_columns(lines: list[bytes], text_field: str, id_field: str | None) -> S
         valid.append(meta is not None)
         if ids is not None:
             ids.append(key)
+            sample_ids.append(sample_id(dataset, sample_key_from_id(key)))
+        else:
+            sample_ids.append(sample_id(dataset, sample_key_from_position(path, first_row + i)))
     return SampleColumns(
         bytes(taken),
         ids,
+        "".join(sample_ids).encode("ascii"),
         b"".join(texts),
         array("q", accumulate(map(len, texts), initial=0)).tobytes(),
         b"".join(metas),

@@ -24,6 +24,7 @@ from operators.convert.json_objects import META_ENCODER, SampleColumns, fast_col
 from operators.convert.jsonl_blocks import LineBlock, read_blocks
 from operators.convert.readers import READERS, RawRecord, ReadOptions, jsonl_record, line_record
 from operators.lineage_records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
+from operators.sample_ids import SAMPLE_ID_CHARS
 from operators.schema import (
     QUARANTINE_SCHEMA,
     SAMPLE_SCHEMA,
@@ -189,18 +190,14 @@ class _Builder:
         """A block whose every line a parser worker took: its columns go to Arrow as they came, without a
         Python string per text or ``meta``."""
         n, first = len(block.lines), block.row
-        if self.params.id_field is None:
-            path = self.chunk["relative_path"]
-            keys = [sample_key_from_position(path, row) for row in range(first, first + n)]
-        else:
-            keys = [sample_key_from_id(value) for value in made.ids or ()]
-        dataset = self.chunk["source_dataset"]
         valid = np.frombuffer(made.meta_valid, np.uint8).astype(bool)
         nulls = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
         meta = pa.LargeStringArray.from_buffers(n, pa.py_buffer(made.meta_offsets), pa.py_buffer(made.meta), nulls)
         text = pa.LargeStringArray.from_buffers(n, pa.py_buffer(made.text_offsets), pa.py_buffer(made.text))
         self.columns = {
-            "sample_id": pa.array([sample_id(dataset, key) for key in keys], pa.string()),
+            "sample_id": pa.StringArray.from_buffers(
+                n, pa.py_buffer(np.arange(n + 1, dtype=np.int32) * SAMPLE_ID_CHARS), pa.py_buffer(made.sample_ids)
+            ),
             "text": text.cast(pa.string()),
             "source_row": pa.array(np.arange(first, first + n, dtype=np.int64)),
             "source_offset": pa.array(block.offsets, pa.int64()),
@@ -353,7 +350,8 @@ class ConvertOperator(SourceOperator):
                     yield pending.popleft().result()
 
             items = read_blocks(tier.filesystem, path, opts, chunk["relative_path"])
-            for item, made in _parsed(items, builder.params, self.parse_processes, self.parse_here):
+            names = (chunk["source_dataset"], chunk["relative_path"])
+            for item, made in _parsed(items, builder.params, names, self.parse_processes, self.parse_here):
                 if isinstance(item, LineBlock):
                     builder.add_block(item, made)
                 else:
@@ -385,14 +383,19 @@ _INLINE_BLOCKS = 4
 
 
 def _parsed(
-    items: Iterator[LineBlock | RawRecord], params: ConvertParams, processes: int, here: bool = True
+    items: Iterator[LineBlock | RawRecord],
+    params: ConvertParams,
+    names: tuple[str, str],
+    processes: int,
+    here: bool = True,
 ) -> Iterator[tuple[LineBlock | RawRecord, SampleColumns | None]]:
     """``items`` in order, each block with its :func:`~operators.convert.json_objects.fast_columns` when
     a worker process made it (else None: the builder makes it). With ``processes`` workers, after
     :data:`_INLINE_BLOCKS` blocks, of every ``processes + 1`` blocks this process keeps one and the
     workers parse the others (two blocks each at most ahead), so convert's Python runs on more than one
     core; with ``here=False`` the workers parse every later block. The values are the same function's,
-    so the samples are exactly the in-process ones."""
+    so the samples are exactly the in-process ones. ``names`` are the file's dataset and relative path,
+    of which the workers make sample ids."""
     if processes <= 0 or params.text_fields:
         yield from ((item, None) for item in items)
         return
@@ -407,7 +410,7 @@ def _parsed(
                 if blocks > _INLINE_BLOCKS and (not here or blocks % (processes + 1)):
                     if pool is None:
                         pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
-                    future = pool.submit(fast_columns, item.lines, params.text_field, params.id_field)
+                    future = pool.submit(fast_columns, item.lines, params.text_field, params.id_field, *names, item.row)
             pending.append((item, future))
             while len(pending) > 2 * (processes + 1):
                 done, fut = pending.popleft()

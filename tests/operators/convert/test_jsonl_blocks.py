@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from operators.convert import json_objects, jsonl_blocks
 from operators.convert.operator import _INLINE_BLOCKS, ConvertParams, _parsed
 from operators.convert.readers import ReadOptions
+from operators.schema import sample_id, sample_key_from_id, sample_key_from_position
 from storage.tier import local_tier
 from tests.data.make_bad_inputs import build
 from tests.support.convert_harness import convert
@@ -112,7 +113,7 @@ def test_blocks_parsed_in_worker_processes_give_the_same_rows(tmp_path: Path) ->
         items = jsonl_blocks.read_blocks(
             local_tier(tmp_path).filesystem, str(tmp_path / "f.jsonl"), ReadOptions(1 << 20, batch_rows=7)
         )
-        return [m is not None for _, m in _parsed(items, ConvertParams(batch_rows=7), 1, here)]
+        return [m is not None for _, m in _parsed(items, ConvertParams(batch_rows=7), ("d", "f.jsonl"), 1, here)]
 
     # the workers did parse: every other block after the first few, or every one with here=False
     shared, theirs = made(True), made(False)
@@ -190,9 +191,15 @@ def test_a_line_is_taken_as_json_loads_reads_it(line: bytes) -> None:
 @FUZZ
 @given(lines=st.lists(json_line | raw_line, max_size=12), id_field=st.sampled_from([None, "id"]))
 def test_a_workers_columns_hold_the_samples_it_made(lines: list[bytes], id_field: str | None) -> None:
-    assert json_objects.fast_columns(lines, "text", id_field).samples() == json_objects.fast_samples(
-        lines, "text", id_field
-    )
+    columns = json_objects.fast_columns(lines, "text", id_field, "d", "f.jsonl", 7)
+    made = json_objects.fast_samples(lines, "text", id_field)
+    assert columns.samples() == made
+    keys = [
+        sample_key_from_id(m[1]) if id_field else sample_key_from_position("f.jsonl", 7 + i)
+        for i, m in enumerate(made)
+        if m is not None
+    ]
+    assert columns.sample_ids.decode() == "".join(sample_id("d", key) for key in keys)
 
 
 def test_the_block_pass_takes_every_line_of_the_bundled_corpus() -> None:
