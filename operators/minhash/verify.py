@@ -12,6 +12,10 @@ import numpy as np
 
 from operators.minhash import small
 from operators.minhash._jit import njit
+from operators.threads import ordered_map, threads
+
+# pairs from which exact Jaccard is computed on every core (below, one thread's work is a few ms)
+_PARALLEL_PAIRS = 1 << 16
 
 
 @njit(cache=True, nogil=True)
@@ -101,7 +105,17 @@ def exact_jaccard(sets: np.ndarray, set_offsets: np.ndarray, src: np.ndarray, ds
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     if small.suits(len(src) <= small.ROW_LIMIT):
         return small.exact(sets, set_offsets, src, dst)
-    return _exact_kernel(sets, set_offsets, src, dst)
+    parts = threads() if len(src) >= _PARALLEL_PAIRS else 1
+    if parts == 1:
+        return _exact_kernel(sets, set_offsets, src, dst)
+    # the kernel releases the GIL: the pairs in equal slices, one per core (the cluster step's other
+    # core is idle by then); each pair's value is its own, so the result does not depend on the cut
+    cuts = np.linspace(0, len(src), parts + 1).astype(np.int64)
+    slices = zip(cuts[:-1], cuts[1:], strict=True)
+    done = ordered_map(
+        lambda cut: _exact_kernel(sets, set_offsets, src[cut[0] : cut[1]], dst[cut[0] : cut[1]]), slices, parts
+    )
+    return np.concatenate(list(done))
 
 
 @dataclass(frozen=True)

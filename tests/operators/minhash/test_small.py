@@ -154,3 +154,16 @@ def test_a_small_dedupe_loads_neither_numba_nor_the_catalog(tmp_path: Path) -> N
     loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
     assert not loaded & {"numba", "llvmlite", "alembic", "duckdb", "scipy"}, sorted(loaded)
     assert not (tmp_path / "home").exists()  # the user's catalog was never opened
+
+
+def test_many_pairs_are_verified_on_every_core_with_the_same_values() -> None:
+    """Past ``_PARALLEL_PAIRS`` the pairs are cut in slices, one thread each: every value is the kernel's."""
+    from operators.minhash import verify
+
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(0, 60, 3000)
+    sets = np.concatenate([np.sort(rng.choice(500, k, replace=False)).astype(np.uint32) for k in lengths])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    src, dst = rng.integers(0, 3000, verify._PARALLEL_PAIRS + 3), rng.integers(0, 3000, verify._PARALLEL_PAIRS + 3)
+    want = _exact_kernel(sets, offsets, src, dst)
+    np.testing.assert_array_equal(verify.exact_jaccard(sets, offsets, src, dst), want)
