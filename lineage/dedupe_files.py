@@ -380,12 +380,14 @@ def _write_outputs(
         values = pa.array([wanted[f].get(r) for f, r in zip(files.tolist(), rows.tolist(), strict=True)], pa.string())
         user_ids = pc.coalesce(values, user_ids)
 
-    def user_id(column: str) -> pa.ChunkedArray:
-        return user_ids.take(pc.index_in(decided.dropped.column(column), position.column("sample_id")))
-
+    # the three id columns looked up at once: one hash table of the named ids, not one per column (at
+    # 254,724 documents, 0.06 s against 0.11-0.16 s)
     dropped = decided.dropped
+    n = dropped.num_rows
+    columns = pa.concat_arrays([dropped.column(c).combine_chunks() for c in ("sample_id", "cluster_id", "kept_id")])
+    named = user_ids.take(pc.index_in(columns, position.column("sample_id")))
     report = pa.table(
-        [user_id("sample_id"), user_id("cluster_id"), user_id("kept_id"), dropped.column("jaccard")],
+        [named.slice(0, n), named.slice(n, n), named.slice(2 * n, n), dropped.column("jaccard")],
         schema=REPORT_SCHEMA,
     )
     pq.write_table(report, report_path)
