@@ -12,7 +12,8 @@ Inputs: 10 documents (start-up), ``--small`` documents of debian_en, and ``--lar
 (debian_en repeated with one random word edit per copy, ``common.edited_copies``). Each figure is
 the fastest of ``--rounds`` interleaved rounds (every side meets the same load), with that
 round's peak RSS and CPU time (user + system) of the process. Every side first runs once, untimed,
-on the small input, so that one-time caches (numba's compiled kernels) are built. The machine's load
+on the small input, so that one-time caches (numba's compiled kernels) are built; the project's modules
+are compiled to bytecode first (``common.compile_project``), as installing the wheel does. The machine's load
 average is printed before and after, since this machine is shared.
 """
 
@@ -96,8 +97,8 @@ def main() -> None:
     args = parser.parse_args()
     files = inputs(args.small, args.large)
     # one untimed run of every side on the small input first: one-time caches (numba's compiled kernels,
-    # which a fresh checkout has not built yet; every side's bytecode) are then in place, as on a user's
-    # second run, and the first timed round does not pay 10 s of compiling
+    # which a fresh checkout has not built yet) are then in place, as on a user's second run, and the first
+    # timed round does not pay 10 s of compiling; the project's bytecode is compiled by run_measured
     for side in sides():
         run(side, files[1][1])
     load_before = os.getloadavg()

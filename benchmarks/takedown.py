@@ -54,10 +54,8 @@ import os
 import pstats
 import random
 import shutil
-import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +66,7 @@ from sqlalchemy import select
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO, WORK, read_corpus, run_measured  # noqa: E402
+from common import REPO, WORK, compile_project, read_corpus, run_measured  # noqa: E402
 
 import api as synthetic  # noqa: E402  (its release builder)
 from lineage.catalog import Catalog, DatasetVersion  # noqa: E402
@@ -83,12 +81,6 @@ SPEED_TARGET = 10.0
 BYTES_TARGET = 1.5  # ours may write at most this many times the affected files' bytes
 CATALOG_FILES = ("catalog.db", "catalog.db-wal", "catalog.db-journal", "catalog.db-shm")
 DATA_TABLE = DatasetTables.for_dataset(synthetic.DATASET).data
-
-
-def project_packages() -> list[str]:
-    """The project's top-level import packages, as ``pyproject.toml`` has setuptools find them."""
-    found = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
-    return sorted({pattern.removesuffix("*") for pattern in found["include"]})
 
 
 def _load() -> float:
@@ -310,13 +302,7 @@ def main() -> int:
     for path in sorted((base / "data" / DATA_TABLE).rglob("*.parquet")):
         warmed += len(path.read_bytes())
     print(f"page cache warmed: {warmed / 2**20:,.1f} MiB of data files read once before any side", flush=True)
-    # An editable checkout (a fresh clone) has no bytecode for its own modules, so the first process to
-    # import them writes it; installing the wheel compiles them, as it compiled the libraries the baseline
-    # script imports. Compile once here, so neither whole-process side pays for it.
-    packages = [str(REPO / p) for p in project_packages()]
-    compiled = subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], capture_output=True, text=True)
-    if compiled.returncode != 0:
-        raise SystemExit(f"compiling the project failed:\n{compiled.stdout}{compiled.stderr}")
+    compile_project()  # before any timed process (run_measured would do it at the CLI's turn)
 
     def checked(home: Path, removed: int | None) -> tuple[bool, str]:
         """Whether the side's new version lacks exactly the request's samples (and, for ours, says so)."""
