@@ -121,10 +121,14 @@ POSITION_SCHEMA = pa.schema(
 )
 
 
+def _report_ids(dropped: pa.Table) -> pa.Array:
+    """The report's three id columns of ``dropped`` (dropped, cluster and kept ids), one after another."""
+    return pa.concat_arrays([dropped.column(c).combine_chunks() for c in ("sample_id", "cluster_id", "kept_id")])
+
+
 def _named(dropped: pa.Table) -> pa.Array:
     """Every sample id the report names (dropped, cluster and kept ids), once each."""
-    ids = pa.chunked_array([dropped.column(c).combine_chunks() for c in ("sample_id", "cluster_id", "kept_id")])
-    return pc.unique(ids.combine_chunks())
+    return pc.unique(_report_ids(dropped))
 
 
 def _spec(inputs: list[Path], params: MinHashParams, text_field: str, id_field: str | None) -> PipelineSpec:
@@ -380,12 +384,11 @@ def _write_outputs(
         values = pa.array([wanted[f].get(r) for f, r in zip(files.tolist(), rows.tolist(), strict=True)], pa.string())
         user_ids = pc.coalesce(values, user_ids)
 
-    # the three id columns looked up at once: one hash table of the named ids, not one per column (at
-    # 254,724 documents, 0.06 s against 0.11-0.16 s)
+    # the three id columns looked up at once: one hash table of the named ids, not one per column (128,000
+    # dropped rows naming 200,000 ids: 0.06 s against 0.11-0.16 s)
     dropped = decided.dropped
     n = dropped.num_rows
-    columns = pa.concat_arrays([dropped.column(c).combine_chunks() for c in ("sample_id", "cluster_id", "kept_id")])
-    named = user_ids.take(pc.index_in(columns, position.column("sample_id")))
+    named = user_ids.take(pc.index_in(_report_ids(dropped), position.column("sample_id")))
     report = pa.table(
         [named.slice(0, n), named.slice(n, n), named.slice(2 * n, n), dropped.column("jaccard")],
         schema=REPORT_SCHEMA,
