@@ -10,6 +10,7 @@ in the output. The gate compares it with a release config's conditions.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -27,6 +28,7 @@ from lineage.errors import GateFailed, Invalid, validation_problems
 from lineage.settings import Settings
 from operators import registry
 from operators.mixture import NAME as MIXTURE
+from operators.threads import ordered_map
 from storage import names
 from storage.delta import version_dataset
 from storage.tier import get_tier
@@ -91,23 +93,29 @@ class _LineagePass:
     sources: pa.Table  # sample_id, source: each converted sample's raw source (the step-0 records)
 
 
-def _read_lineage(lineage: Any) -> _LineagePass:
+def _lineage_batch(batch: pa.RecordBatch) -> tuple[pa.Table, pa.Array, pa.RecordBatch] | None:
+    """One lineage batch's rule counts, dropped ids and converted samples' sources (None: nothing of them)."""
     from operators.quality.report import rule_counts  # start-up: numba kernels
 
-    parts, dropped, sources = [], [], []
+    # the mixture's decisions are not quality rules or drops: the report's "mixture" section shows them
+    batch = batch.filter(pc.not_equal(batch.column("operator"), MIXTURE))
+    if not batch.num_rows:
+        return None
+    ids = batch.column("sample_id").cast(pa.string())  # a table written by another writer may hold large strings
+    first = pc.equal(batch.column("step"), 0)
+    source = pc.struct_field(pc.struct_field(batch.column("detail"), "source"), "dataset").cast(pa.string())
+    return (
+        rule_counts(batch),
+        ids.filter(pc.equal(batch.column("verdict"), "dropped")),
+        pa.record_batch([ids.filter(first), source.filter(first)], ["sample_id", "source"]),
+    )
+
+
+def _read_lineage(lineage: Any) -> _LineagePass:
     columns = ["sample_id", "step", "operator", "verdict", "reason", "detail"]
-    for batch in lineage.to_batches(columns=columns):
-        # the mixture's decisions are not quality rules or drops: the report's "mixture" section shows them
-        batch = batch.filter(pc.not_equal(batch.column("operator"), MIXTURE))
-        if not batch.num_rows:
-            continue
-        parts.append(rule_counts(batch))
-        ids = batch.column("sample_id").cast(pa.string())  # a table written by another writer may hold large strings
-        dropped.append(ids.filter(pc.equal(batch.column("verdict"), "dropped")))
-        first = pc.equal(batch.column("step"), 0)
-        source = pc.struct_field(pc.struct_field(batch.column("detail"), "source"), "dataset").cast(pa.string())
-        sources.append(pa.record_batch([ids.filter(first), source.filter(first)], ["sample_id", "source"]))
-    parts = [p for p in parts if p.num_rows]
+    # the batches in order, each on a thread of its own (Arrow's compute releases the GIL)
+    done = [d for d in ordered_map(_lineage_batch, lineage.to_batches(columns=columns)) if d is not None]
+    parts = [counts for counts, _, _ in done if counts.num_rows]
     rules: list[dict[str, Any]] = []
     if parts:
         total = (
@@ -120,8 +128,8 @@ def _read_lineage(lineage: Any) -> _LineagePass:
     source_schema = pa.schema([("sample_id", pa.string()), ("source", pa.string())])
     return _LineagePass(
         rules,
-        pa.table({"sample_id": pa.chunked_array(dropped, pa.string())}),
-        pa.Table.from_batches(sources, source_schema) if sources else source_schema.empty_table(),
+        pa.table({"sample_id": pa.chunked_array([d for _, d, _ in done], pa.string())}),
+        pa.Table.from_batches([s for _, _, s in done], source_schema) if done else source_schema.empty_table(),
     )
 
 
@@ -170,23 +178,40 @@ def _script_totals(texts: pa.Array | pa.ChunkedArray) -> dict[str, int]:
     return {name: int(pc.sum(counts[name]).as_py() or 0) for name in counts.column_names}
 
 
-def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> dict[str, Any]:
-    import duckdb  # start-up: only when a report is built
-
-    tier = get_tier(dv.tier, settings)
-    data = version_dataset(tier, dv.data_path, dv.data_delta_version)
-    lineage = version_dataset(tier, dv.lineage_path, dv.lineage_delta_version)
-    run = session.get(Run, dv.run_id)
-
+def _text_pass(data: Any) -> tuple[np.ndarray, dict[str, int]]:
+    """The length histogram and the script letter counts of every text of ``data``, in one read."""
     hist = np.zeros(len(LENGTH_BINS), dtype=np.int64)
     scripts = {"han": 0, "latin": 0, "other": 0}
     for batch in data.to_batches(columns=["text"]):
         hist += _length_histogram(batch.column("text"))
         for name, count in _script_totals(batch.column("text")).items():
             scripts[name] += count
+    return hist, scripts
+
+
+def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> dict[str, Any]:
+    import duckdb  # start-up: only when a report is built
+
+    # start-up: numba kernels. Imported here, on one thread, before the two passes below start: two threads
+    # importing modules of one package at once can deadlock on the import system's module locks.
+    import operators.quality.report
+    import operators.quality.scripts  # noqa: F401
+
+    tier = get_tier(dv.tier, settings)
+    data = version_dataset(tier, dv.data_path, dv.data_delta_version)
+    lineage = version_dataset(tier, dv.lineage_path, dv.lineage_delta_version)
+    run = session.get(Run, dv.run_id)
+
+    # The texts' pass (kernels, mostly) runs on a second thread during the lineage's (Parquet decoding and
+    # Arrow compute, mostly, its batches on threads too): both release the GIL. A release of 25,853 samples
+    # curated from 254,724 (976,523 lineage records): the report took 1.47-1.51 s with the passes one after
+    # the other on one thread, 1.11-1.22 s so; `lineage release publish` 2.15-2.20 s against 1.83-1.95 s.
+    with ThreadPoolExecutor(1, thread_name_prefix="qc-texts") as pool:
+        texts = pool.submit(_text_pass, data)
+        read = _read_lineage(lineage)
+        hist, scripts = texts.result()
     letters = sum(scripts.values())
 
-    read = _read_lineage(lineage)
     with duckdb.connect() as con:
         con.register("data", data)
         con.register("dropped_ids", read.dropped)

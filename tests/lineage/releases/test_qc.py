@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lineage.catalog import Catalog
+from lineage.catalog.queries import dataset_version
 from lineage.errors import Invalid
 from lineage.releases import get_release, publish
-from lineage.releases.qc import GateConfig, GateError, evaluate_gate, report_html
+from lineage.releases.qc import GateConfig, GateError, _read_lineage, evaluate_gate, report_html
 from lineage.runs import Runner
 from lineage.settings import Settings
 from pipelines.spec import PipelineSpec
+from storage.delta import version_dataset
+from storage.tier import get_tier
 from tests.support.helpers import write_jsonl
 
 LONG_EN = " ".join(f"word{i % 37} is part of a long enough English description" for i in range(12))
@@ -57,6 +61,31 @@ def test_report_counts_rules_lengths_scripts_and_sources(version: None, settings
     # the page carries the report as data and loads nothing from anywhere
     assert "quality:min_words" in html and "renderQc(" in html
     assert "http" not in html.replace('"http://www.w3.org/2000/svg"', "")
+
+
+class _InBatchesOf:
+    """A dataset read ``rows`` records at a time: many batches, which the report counts on several threads."""
+
+    def __init__(self, dataset: Any, rows: int) -> None:
+        self.dataset, self.rows = dataset, rows
+
+    def to_batches(self, columns: list[str]) -> Any:
+        return self.dataset.to_batches(columns=columns, batch_size=self.rows)
+
+
+def test_the_lineage_pass_is_the_same_however_the_lineage_comes_in_batches(
+    version: None, settings: Settings, catalog: Catalog
+) -> None:
+    with catalog.session() as s:
+        dv = dataset_version(s, "qc", 1)
+        lineage = version_dataset(get_tier(dv.tier, settings), dv.lineage_path, dv.lineage_delta_version)
+    whole = _read_lineage(lineage)
+    assert whole.rules and whole.dropped.num_rows == 2 and whole.sources.num_rows == 14
+    for rows in (1, 3, 5):
+        cut = _read_lineage(_InBatchesOf(lineage, rows))
+        assert cut.rules == whole.rules
+        assert cut.dropped.column("sample_id").to_pylist() == whole.dropped.column("sample_id").to_pylist()
+        assert cut.sources.to_pylist() == whole.sources.to_pylist()
 
 
 def test_gate_refuses_with_each_failed_condition_and_its_value(
