@@ -193,7 +193,7 @@ def build_report(session: Session, dv: DatasetVersion, settings: Settings) -> di
     import duckdb  # start-up: only when a report is built
 
     # start-up: numba kernels. Imported here, on one thread, before the two passes below start: two threads
-    # importing modules of one package at once can deadlock on the import system's module locks.
+    # importing one package's modules at once can each be handed the other's half-initialised module.
     import operators.quality.report
     import operators.quality.scripts  # noqa: F401
 
