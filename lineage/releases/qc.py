@@ -93,28 +93,28 @@ class _LineagePass:
     sources: pa.Table  # sample_id, source: each converted sample's raw source (the step-0 records)
 
 
-def _lineage_batch(batch: pa.RecordBatch) -> tuple[pa.Table, pa.Array, pa.RecordBatch] | None:
-    """One lineage batch's rule counts, dropped ids and converted samples' sources (None: nothing of them)."""
-    from operators.quality.report import rule_counts  # start-up: numba kernels
-
-    # the mixture's decisions are not quality rules or drops: the report's "mixture" section shows them
-    batch = batch.filter(pc.not_equal(batch.column("operator"), MIXTURE))
-    if not batch.num_rows:
-        return None
-    ids = batch.column("sample_id").cast(pa.string())  # a table written by another writer may hold large strings
-    first = pc.equal(batch.column("step"), 0)
-    source = pc.struct_field(pc.struct_field(batch.column("detail"), "source"), "dataset").cast(pa.string())
-    return (
-        rule_counts(batch),
-        ids.filter(pc.equal(batch.column("verdict"), "dropped")),
-        pa.record_batch([ids.filter(first), source.filter(first)], ["sample_id", "source"]),
-    )
-
-
 def _read_lineage(lineage: Any) -> _LineagePass:
+    # start-up: numba kernels; imported on this thread, before the batches' threads call it
+    from operators.quality.report import rule_counts
+
+    def one(batch: pa.RecordBatch) -> tuple[pa.Table, pa.Array, pa.RecordBatch] | None:
+        """A batch's rule counts, dropped ids and converted samples' sources (None: nothing of them)."""
+        # the mixture's decisions are not quality rules or drops: the report's "mixture" section shows them
+        batch = batch.filter(pc.not_equal(batch.column("operator"), MIXTURE))
+        if not batch.num_rows:
+            return None
+        ids = batch.column("sample_id").cast(pa.string())  # another writer's table may hold large strings
+        first = pc.equal(batch.column("step"), 0)
+        source = pc.struct_field(pc.struct_field(batch.column("detail"), "source"), "dataset").cast(pa.string())
+        return (
+            rule_counts(batch),
+            ids.filter(pc.equal(batch.column("verdict"), "dropped")),
+            pa.record_batch([ids.filter(first), source.filter(first)], ["sample_id", "source"]),
+        )
+
     columns = ["sample_id", "step", "operator", "verdict", "reason", "detail"]
     # the batches in order, each on a thread of its own (Arrow's compute releases the GIL)
-    done = [d for d in ordered_map(_lineage_batch, lineage.to_batches(columns=columns)) if d is not None]
+    done = [d for d in ordered_map(one, lineage.to_batches(columns=columns)) if d is not None]
     parts = [counts for counts, _, _ in done if counts.num_rows]
     rules: list[dict[str, Any]] = []
     if parts:
