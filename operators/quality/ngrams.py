@@ -38,33 +38,57 @@ def _poly_hashes(cps, starts, ends):
 
 
 @numba.njit(cache=True, nogil=True)
+def _table(offsets):
+    """An open-addressing table for one document's n-grams at a time, of the batch's longest document:
+    its slots (a power of two, at least twice the n-grams), keys, values and each slot's owner (the
+    document number + 1, so moving to the next document empties the table without clearing it)."""
+    longest = 1
+    for d in range(len(offsets) - 1):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    bits = 4
+    while (1 << bits) < 2 * longest:
+        bits += 1
+    size = 1 << bits
+    return np.empty(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.int64), np.uint64(64 - bits)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot(keys, owners, owner, g, shift):
+    """The slot holding ``g`` in ``owner``'s table, or the empty slot where it goes."""
+    mask = len(keys) - 1
+    i = np.int64((g * _MIX) >> shift)
+    while owners[i] == owner and keys[i] != g:
+        i = (i + 1) & mask
+    return i
+
+
+@numba.njit(cache=True, nogil=True)
 def _top_ngram_chars(hashes, lengths, offsets, n):
     n_docs = len(offsets) - 1
     out = np.full(n_docs, np.nan)
+    keys, owners, counts, shift = _table(offsets)
+    firsts = np.empty(len(keys), np.int64)
     for d in range(n_docs):
         a = offsets[d]
         m = offsets[d + 1] - a - n + 1
         if m <= 0:
             continue
-        grams = np.empty(m, dtype=np.uint64)
+        owner = d + 1
+        best_count = 0
+        best_first = m
         for i in range(m):
             g = np.uint64(n)
             for j in range(n):
                 g = (g ^ hashes[a + i + j]) * _MIX
                 g ^= g >> np.uint64(29)
-            grams[i] = g
-        order = np.argsort(grams, kind="mergesort")
-        best_count = 0
-        best_first = m
-        run_start = 0
-        for r in range(1, m + 1):
-            if r == m or grams[order[r]] != grams[order[run_start]]:
-                count = r - run_start
-                first = order[run_start]  # stable sort: the run's first position
-                if count > best_count or (count == best_count and first < best_first):
-                    best_count = count
-                    best_first = first
-                run_start = r
+            s = _slot(keys, owners, owner, g, shift)
+            if owners[s] != owner:
+                owners[s], keys[s], counts[s], firsts[s] = owner, g, 0, i
+            counts[s] += 1
+            # the most frequent n-gram, ties to the one seen first: a count only grows, so checking each
+            # n-gram as it is counted ends on the same one as comparing final counts
+            if counts[s] > best_count or (counts[s] == best_count and firsts[s] < best_first):
+                best_count, best_first = counts[s], firsts[s]
         chars = n - 1
         for j in range(n):
             chars += lengths[a + best_first + j]
@@ -76,12 +100,11 @@ def _top_ngram_chars(hashes, lengths, offsets, n):
 def _duplicate_ngram_chars(poly, powers, lengths, offsets, n):
     n_docs = len(offsets) - 1
     out = np.zeros(n_docs)
+    keys, owners, _, shift = _table(offsets)
     for d in range(n_docs):
         a = offsets[d]
         n_words = offsets[d + 1] - a
-        seen = set()
-        seen.add(np.uint64(0))
-        seen.discard(np.uint64(0))
+        owner = d + 1
         repeated = 0
         idx = 0
         while idx < n_words - n + 1:
@@ -91,11 +114,12 @@ def _duplicate_ngram_chars(poly, powers, lengths, offsets, n):
                 t = a + idx + j
                 g = g * powers[t] + poly[t]
                 chars += lengths[t]
-            if g in seen:
+            s = _slot(keys, owners, owner, g, shift)
+            if owners[s] == owner:
                 repeated += chars
                 idx += n
             else:
-                seen.add(g)
+                owners[s], keys[s] = owner, g
                 idx += 1
         out[d] = repeated
     return out
