@@ -25,6 +25,7 @@ from operators.lineage_records import (
     lineage_batch,
 )
 from operators.quality.rules import Evaluation
+from operators.quality.token_reuse import note_kept
 from operators.schema import content_hash
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,10 @@ class QualityOperator(MapOperator):
             detail=detail,
         )
         log.debug("%s: %d in, %d dropped, %d modified", self.name, n, int(dropped.sum()), int(modified.sum()))
-        return OperatorOutput(samples=samples.filter(pa.array(~dropped)), lineage=lineage)
+        kept = samples.filter(pa.array(~dropped))
+        if not modified.any():  # the survivors' texts are a selection of these: a next rule set's tokens too
+            note_kept(texts, kept.column("text"), np.flatnonzero(~dropped))
+        return OperatorOutput(samples=kept, lineage=lineage)
 
     def _reasons(
         self, evaluation: Evaluation, passed: np.ndarray, dropped: np.ndarray, modified: np.ndarray

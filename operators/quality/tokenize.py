@@ -19,6 +19,10 @@ abbreviations with periods, English contractions (``n't``, ``'re``, ``'ve``, ``'
 reports how closely this matches spaCy and how often a keep/drop decision differs.
 
 Tokens are (start, end) code-point positions into the batch's concatenated code points.
+
+A pipeline's consecutive rule sets (Gopher repetition, then Gopher quality) tokenize the same texts,
+the second only the first's survivors: those are selected from the first's tokens
+(:mod:`operators.quality.token_reuse`, :meth:`Tokens.select`), not tokenized again.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from operators.quality import charclass as cc
+from operators.quality import token_reuse
 from operators.quality.text import utf8_buffers
 
 
@@ -580,6 +585,23 @@ class Tokens:
     def hashes(self) -> np.ndarray:
         return _token_hashes(self.cps, self.starts, self.ends)
 
+    def select(self, rows: np.ndarray) -> Tokens:
+        """The tokens of samples ``rows`` (ascending), as tokenizing those samples' texts alone gives them."""
+        per_doc_cps, per_doc_tokens = np.diff(self.cp_offsets), np.diff(self.offsets)
+        keep = np.zeros(len(per_doc_cps), dtype=bool)
+        keep[rows] = True
+        # each kept sample's code points move down by those of the dropped samples before it
+        shift = np.cumsum(np.where(keep, 0, per_doc_cps)) - np.where(keep, 0, per_doc_cps)
+        token_keep = np.repeat(keep, per_doc_tokens)
+        token_shift = np.repeat(shift, per_doc_tokens)[token_keep]
+        return Tokens(
+            cps=self.cps[np.repeat(keep, per_doc_cps)],
+            cp_offsets=np.concatenate([[0], np.cumsum(per_doc_cps[rows])]).astype(self.cp_offsets.dtype),
+            starts=self.starts[token_keep] - token_shift,
+            ends=self.ends[token_keep] - token_shift,
+            offsets=np.concatenate([[0], np.cumsum(per_doc_tokens[rows])]).astype(self.offsets.dtype),
+        )
+
     def texts(self, doc: int) -> list[str]:
         """The tokens of one sample as strings (for tests and debugging)."""
         a, b = self.offsets[doc], self.offsets[doc + 1]
@@ -609,6 +631,15 @@ def _token_hashes(cps, starts, ends):
 
 def tokenize(texts: pa.Array) -> Tokens:
     """spaCy-like English word tokens of every text in the batch."""
+    known = token_reuse.known(texts)
+    if isinstance(known, Tokens):
+        return known
+    tokens = _tokenized(texts)
+    token_reuse.remember(texts, tokens)
+    return tokens
+
+
+def _tokenized(texts: pa.Array) -> Tokens:
     cps, cp_offsets = code_points(texts)
     units, unit_lens = _units_table()
     specials, splits, special_starts = _special_table()
