@@ -24,8 +24,9 @@ import pyarrow.compute as pc
 from operators.base import Params
 from operators.quality.base import QualityOperator
 from operators.quality.ngrams import NgramStats
+from operators.quality.repeats import piece_repeats
 from operators.quality.rules import Evaluation, RuleOutcome, enabled, rule, safe_ratio
-from operators.quality.text import as_array, char_counts, duplicate_stats, split_regex
+from operators.quality.text import as_array, char_counts
 from operators.quality.tokenize import tokenize
 from storage.errors import Invalid
 
@@ -60,8 +61,8 @@ class GopherRepetition(QualityOperator):
         p: GopherRepetitionParams = self.params
         texts = as_array(texts)
         length = char_counts(texts)
-        paragraphs = duplicate_stats(split_regex(pc.utf8_trim_whitespace(texts), r"\n{2,}"))
-        lines = duplicate_stats(split_regex(texts, r"\n+"))
+        paragraphs = piece_repeats(pc.utf8_trim_whitespace(texts), min_run=2)
+        lines = piece_repeats(texts, min_run=1)
         outcomes: list[RuleOutcome | None] = [
             rule("dup_para_frac", safe_ratio(paragraphs.duplicates, paragraphs.items), p.dup_para_frac, "<="),
             rule(

@@ -101,10 +101,6 @@ def list_lengths(lists: pa.Array) -> np.ndarray:
     return to_numpy(pc.list_value_length(lists).fill_null(0))
 
 
-def split_regex(texts: pa.Array, pattern: str) -> pa.ListArray:
-    return pc.split_pattern_regex(texts, pattern)
-
-
 def nonblank_lines(texts: pa.Array) -> pa.ListArray:
     """Lines split on ``\\n``, trailing whitespace removed, blank lines left out."""
     lines = pc.split_pattern(texts, "\n")

@@ -1,0 +1,98 @@
+"""Repeated lines and paragraphs of each text, in one numba pass over a batch's UTF-8 bytes.
+
+Gopher's repetition rules count, per text, the pieces between runs of newlines (lines: runs of one or
+more; paragraphs: of two or more) that repeat an earlier piece of the same text, and those pieces'
+characters. The pieces are exactly those of splitting on the regular expression ``\\n+`` (or
+``\\n{2,}``): a text that starts or ends with a run has an empty first or last piece, and an empty
+text is one empty piece. Splitting into an Arrow list array, dictionary-encoding the pieces and
+counting first copies in numpy cost three passes and a string per piece; here each text's pieces go
+through one open-addressing table of (hash, position), made once per batch, and a hash that matches
+is confirmed byte by byte, so the counts are exact.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pyarrow as pa
+
+from operators.quality.text import DuplicateStats, utf8_buffers
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_NEWLINE = 10
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_bytes(data, a, a_end, b, b_end):
+    if a_end - a != b_end - b:
+        return False
+    for k in range(a_end - a):  # noqa: SIM110 (numba compiles no generator expression)
+        if data[a + k] != data[b + k]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _piece_repeats(data, offsets, min_run):
+    n = len(offsets) - 1
+    items = np.zeros(n, np.int64)
+    repeats = np.zeros(n, np.int64)
+    repeat_chars = np.zeros(n, np.int64)
+    longest = 1
+    for d in range(n):
+        longest = max(longest, offsets[d + 1] - offsets[d] + 1)  # at most one piece per byte, plus one
+    bits = 4
+    while (1 << bits) < 2 * longest:
+        bits += 1
+    size = 1 << bits
+    mask, shift = size - 1, np.uint64(64 - bits)
+    keys = np.empty(size, np.uint64)
+    owners = np.zeros(size, np.int64)  # the text number + 1 a slot belongs to: no clearing between texts
+    starts = np.empty(size, np.int64)
+    ends = np.empty(size, np.int64)
+    for d in range(n):
+        owner = d + 1
+        end = offsets[d + 1]
+        start = offsets[d]
+        while True:
+            # the next run of at least ``min_run`` newlines: the piece ends where it starts
+            cut, after, i = end, end, start
+            while i < end:
+                if data[i] != _NEWLINE:
+                    i += 1
+                    continue
+                j = i
+                while j < end and data[j] == _NEWLINE:
+                    j += 1
+                if j - i >= min_run:
+                    cut, after = i, j
+                    break
+                i = j
+            h = _FNV_OFFSET
+            chars = 0
+            for k in range(start, cut):
+                h = (h ^ np.uint64(data[k])) * _FNV_PRIME
+                chars += (data[k] & 0xC0) != 0x80  # a code point's first byte
+            s = np.int64((h * _MIX) >> shift)
+            while owners[s] == owner and not (keys[s] == h and _same_bytes(data, starts[s], ends[s], start, cut)):
+                s = (s + 1) & mask
+            items[d] += 1
+            if owners[s] == owner:
+                repeats[d] += 1
+                repeat_chars[d] += chars
+            else:
+                owners[s], keys[s], starts[s], ends[s] = owner, h, start, cut
+            if cut == end:
+                break
+            start = after
+    return items, repeats, repeat_chars
+
+
+def piece_repeats(texts: pa.Array, min_run: int) -> DuplicateStats:
+    """Per text: its pieces between runs of at least ``min_run`` newlines, how many repeat an earlier
+    piece of the text, and the characters of those repeats."""
+    offsets, data = utf8_buffers(texts)
+    items, repeats, chars = _piece_repeats(data, offsets, min_run)
+    return DuplicateStats(items=items, duplicates=repeats, duplicate_chars=chars)
