@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from operators.base import ClusterOperator, GroupOperator, MapOperator, Operator, OperatorOutput, SourceOperator
+from operators.batch_scope import one_pass
 from operators.lineage_records import Verdict, stamp
 from operators.schema import SAMPLE_SCHEMA
 from pipelines.integrity import INGESTED_SCHEMA
@@ -130,15 +131,16 @@ def run_maps(batch: pa.RecordBatch, maps: Sequence[Step], run_id: str) -> tuple[
         return batch, []
     keys, samples = batch.column(ROW_KEY), batch.drop_columns([ROW_KEY])
     lineage: list[pa.RecordBatch] = []
-    for step in maps:
-        if samples.num_rows == 0:
-            break
-        out = step.operator.apply(samples)  # type: ignore[attr-defined]
-        _aligned(step, samples.column("sample_id"), out.lineage, "lineage records")
-        keep = pc.invert(_dropped(out.lineage))
-        _aligned(step, samples.column("sample_id").filter(keep), out.samples.select(["sample_id"]), "samples")
-        lineage.append(stamp(out.lineage, run_id, step.index))
-        samples, keys = out.samples, keys.filter(keep)
+    with one_pass():  # what a step kept of this batch for the next (the quality steps' tokens) goes after it
+        for step in maps:
+            if samples.num_rows == 0:
+                break
+            out = step.operator.apply(samples)  # type: ignore[attr-defined]
+            _aligned(step, samples.column("sample_id"), out.lineage, "lineage records")
+            keep = pc.invert(_dropped(out.lineage))
+            _aligned(step, samples.column("sample_id").filter(keep), out.samples.select(["sample_id"]), "samples")
+            lineage.append(stamp(out.lineage, run_id, step.index))
+            samples, keys = out.samples, keys.filter(keep)
     return pa.RecordBatch.from_arrays([*samples.columns, keys], schema=STAGED_SCHEMA), lineage
 
 

@@ -5,8 +5,9 @@ texts, the second only the first's survivors. This thread's last tokenized texts
 kept (:func:`remember`); a rule set that kept some rows of them says which (:func:`note_kept`, from
 :meth:`~operators.quality.base.QualityOperator.apply`), and tokenizing those survivors then selects
 their tokens (:func:`known`) rather than tokenizing them again. Texts are recognised by their Arrow
-buffers: the arrays are held here, so their memory is not reused while they are. Without numba, so
-the operator base can import it.
+buffers: the arrays are held here, so their memory is not reused while they are. A pipeline's pass of a
+batch through its map steps forgets them at its end (:mod:`operators.batch_scope`). Without numba, so the
+operator base can import it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
+
+from operators import batch_scope
 
 
 class Tokens(Protocol):
@@ -32,6 +35,14 @@ class _Recent(threading.local):
 
 
 _recent = _Recent()
+
+
+def forget() -> None:
+    """This thread keeps no texts or tokens."""
+    _recent.texts, _recent.tokens, _recent.kept, _recent.rows = None, None, None, None
+
+
+batch_scope.cleared_after_each_pass(forget)
 
 
 def _same(a: pa.Array, b: pa.Array) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -83,3 +85,18 @@ def test_an_operator_whose_records_are_out_of_order_fails_the_step() -> None:
     staged, _ = Ingested(item=0, position=0)(_samples([("a", "one two three", 0), ("b", "short", 1)]))
     with pytest.raises(RuntimeError, match=r"reversed \(step 1\) returned lineage records that are not one per input"):
         run_maps(staged, [Step(1, Reversed())], "run")
+
+
+def test_a_pass_through_the_quality_steps_leaves_no_batch_on_its_thread() -> None:
+    """Gopher quality selects its tokens from Gopher repetition's within one pass; after the pass the
+    thread holds neither (a server's long-lived threads would keep their last batch)."""
+    from operators.quality import GopherQuality, GopherRepetition, token_reuse
+
+    rng = random.Random(0)
+    words = [f"{w}{i}" for i, w in enumerate(["the", "and", "with", "data", "model", "of", "to", "is"] * 40)]
+    texts = [" ".join(rng.sample(words, 80)) for _ in range(4)] + ["a a a a a a a a a a a a"]
+    staged, _ = Ingested(item=0, position=0)(_samples([(f"s{i}", t, i) for i, t in enumerate(texts)]))
+    kept, lineage = run_maps(staged, [Step(1, GopherRepetition()), Step(2, GopherQuality())], "run")
+    assert [r.num_rows for r in lineage] == [5, 4]  # the repeated one dropped, the others on to Gopher quality
+    assert token_reuse._recent.tokens is None and token_reuse._recent.texts is None
+    assert token_reuse.known(kept.column("text")) is None
