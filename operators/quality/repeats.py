@@ -35,17 +35,28 @@ def _same_bytes(data, a, a_end, b, b_end):
 
 
 @numba.njit(cache=True, nogil=True)
+def _table_bits(data, offsets):
+    """log2 of the table's slots: at least twice the most pieces a text of the batch can have (its newlines
+    plus one), not its bytes: a long text of few lines must not make a table of its length."""
+    most = 1
+    for d in range(len(offsets) - 1):
+        pieces = 1
+        for i in range(offsets[d], offsets[d + 1]):
+            pieces += data[i] == _NEWLINE
+        most = max(most, pieces)
+    bits = 4
+    while (1 << bits) < 2 * most:
+        bits += 1
+    return bits
+
+
+@numba.njit(cache=True, nogil=True)
 def _piece_repeats(data, offsets, min_run):
     n = len(offsets) - 1
     items = np.zeros(n, np.int64)
     repeats = np.zeros(n, np.int64)
     repeat_chars = np.zeros(n, np.int64)
-    longest = 1
-    for d in range(n):
-        longest = max(longest, offsets[d + 1] - offsets[d] + 1)  # at most one piece per byte, plus one
-    bits = 4
-    while (1 << bits) < 2 * longest:
-        bits += 1
+    bits = _table_bits(data, offsets)
     size = 1 << bits
     mask, shift = size - 1, np.uint64(64 - bits)
     keys = np.empty(size, np.uint64)

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from operators.quality.repeats import piece_repeats
-from operators.quality.text import duplicate_stats
+from operators.quality.repeats import _table_bits, piece_repeats
+from operators.quality.text import duplicate_stats, utf8_buffers
 
 
 def by_regex(texts: pa.Array, pattern: str):
@@ -39,3 +39,12 @@ def test_piece_counts_are_those_of_the_regex_split(seed: int) -> None:
         np.testing.assert_array_equal(got.items, want.items)
         np.testing.assert_array_equal(got.duplicates, want.duplicates)
         np.testing.assert_array_equal(got.duplicate_chars, want.duplicate_chars)
+
+
+def test_the_table_is_sized_by_lines_not_bytes() -> None:
+    """A 20 MB text of one line needs a table of a few slots, not one the size of the text."""
+    texts = pa.array(["x" * (20 << 20), "a\nb\nc", ""])
+    offsets, data = utf8_buffers(texts)
+    assert _table_bits(data, offsets) == 4  # 16 slots: at least twice the 3 pieces of the second text
+    stats = piece_repeats(texts, 1)
+    assert stats.items.tolist() == [1, 3, 1] and stats.duplicates.tolist() == [0, 0, 0]
