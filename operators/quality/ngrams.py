@@ -39,9 +39,10 @@ def _poly_hashes(cps, starts, ends):
 
 @numba.njit(cache=True, nogil=True)
 def _table(offsets):
-    """An open-addressing table for one document's n-grams at a time, of the batch's longest document:
-    its slots (a power of two, at least twice the n-grams), keys, values and each slot's owner (the
-    document number + 1, so moving to the next document empties the table without clearing it)."""
+    """An open-addressing table for one document's n-grams at a time, sized for the batch's longest
+    document (a power of two, at least twice its n-grams): (keys, owners, counts, the hash's shift). A
+    slot's owner is the document number + 1, so moving to the next document empties the table without
+    clearing it."""
     longest = 1
     for d in range(len(offsets) - 1):
         longest = max(longest, offsets[d + 1] - offsets[d])
