@@ -15,6 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from operators.quality.open_table import first_slot, table
 from operators.quality.tokenize import Tokens
 
 _BASE = np.uint64(0x100000001B3)
@@ -38,26 +39,19 @@ def _poly_hashes(cps, starts, ends):
 
 
 @numba.njit(cache=True, nogil=True)
-def _table(offsets):
-    """An open-addressing table for one document's n-grams at a time, sized for the batch's longest
-    document (a power of two, at least twice its n-grams): (keys, owners, counts, the hash's shift). A
-    slot's owner is the document number + 1, so moving to the next document empties the table without
-    clearing it."""
+def _longest(offsets):
+    """The most tokens (so n-grams) one document of the batch has."""
     longest = 1
     for d in range(len(offsets) - 1):
         longest = max(longest, offsets[d + 1] - offsets[d])
-    bits = 4
-    while (1 << bits) < 2 * longest:
-        bits += 1
-    size = 1 << bits
-    return np.empty(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.int64), np.uint64(64 - bits)
+    return longest
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _slot(keys, owners, owner, g, shift):
     """The slot holding ``g`` in ``owner``'s table, or the empty slot where it goes."""
     mask = len(keys) - 1
-    i = np.int64((g * _MIX) >> shift)
+    i = first_slot(g, shift)
     while owners[i] == owner and keys[i] != g:
         i = (i + 1) & mask
     return i
@@ -67,7 +61,8 @@ def _slot(keys, owners, owner, g, shift):
 def _top_ngram_chars(hashes, lengths, offsets, n):
     n_docs = len(offsets) - 1
     out = np.full(n_docs, np.nan)
-    keys, owners, counts, shift = _table(offsets)
+    keys, owners, shift = table(_longest(offsets))
+    counts = np.empty(len(keys), np.int64)
     firsts = np.empty(len(keys), np.int64)
     for d in range(n_docs):
         a = offsets[d]
@@ -101,7 +96,7 @@ def _top_ngram_chars(hashes, lengths, offsets, n):
 def _duplicate_ngram_chars(poly, powers, lengths, offsets, n):
     n_docs = len(offsets) - 1
     out = np.zeros(n_docs)
-    keys, owners, _, shift = _table(offsets)
+    keys, owners, shift = table(_longest(offsets))
     for d in range(n_docs):
         a = offsets[d]
         n_words = offsets[d + 1] - a

@@ -6,8 +6,8 @@ characters. The pieces are exactly those of splitting on the regular expression 
 ``\\n{2,}``): a text that starts or ends with a run has an empty first or last piece, and an empty
 text is one empty piece. Splitting into an Arrow list array, dictionary-encoding the pieces and
 counting first copies in numpy cost three passes and a string per piece; here each text's pieces go
-through one open-addressing table of (hash, position), made once per batch, and a hash that matches
-is confirmed byte by byte, so the counts are exact.
+through one open-addressing table (:mod:`operators.quality.open_table`) of (hash, position), and a hash
+that matches is confirmed byte by byte, so the counts are exact.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from operators.quality.open_table import first_slot, table
 from operators.quality.text import DuplicateStats, utf8_buffers
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 _NEWLINE = 10
 
 
@@ -35,19 +35,16 @@ def _same_bytes(data, a, a_end, b, b_end):
 
 
 @numba.njit(cache=True, nogil=True)
-def _table_bits(data, offsets):
-    """log2 of the table's slots: at least twice the most pieces a text of the batch can have (its newlines
-    plus one), not its bytes: a long text of few lines must not make a table of its length."""
+def _most_pieces(data, offsets):
+    """The most pieces a text of the batch can have: its newlines plus one. The table is sized by this,
+    not by bytes: a long text of few lines must not make a table of its length."""
     most = 1
     for d in range(len(offsets) - 1):
         pieces = 1
         for i in range(offsets[d], offsets[d + 1]):
             pieces += data[i] == _NEWLINE
         most = max(most, pieces)
-    bits = 4
-    while (1 << bits) < 2 * most:
-        bits += 1
-    return bits
+    return most
 
 
 @numba.njit(cache=True, nogil=True)
@@ -56,13 +53,10 @@ def _piece_repeats(data, offsets, min_run):
     items = np.zeros(n, np.int64)
     repeats = np.zeros(n, np.int64)
     repeat_chars = np.zeros(n, np.int64)
-    bits = _table_bits(data, offsets)
-    size = 1 << bits
-    mask, shift = size - 1, np.uint64(64 - bits)
-    keys = np.empty(size, np.uint64)
-    owners = np.zeros(size, np.int64)  # the text number + 1 a slot belongs to: no clearing between texts
-    starts = np.empty(size, np.int64)
-    ends = np.empty(size, np.int64)
+    keys, owners, shift = table(_most_pieces(data, offsets))
+    mask = len(keys) - 1
+    starts = np.empty(len(keys), np.int64)  # where each slot's piece is, to confirm a hash match
+    ends = np.empty(len(keys), np.int64)
     for d in range(n):
         owner = d + 1
         end = offsets[d + 1]
@@ -86,7 +80,7 @@ def _piece_repeats(data, offsets, min_run):
             for k in range(start, cut):
                 h = (h ^ np.uint64(data[k])) * _FNV_PRIME
                 chars += (data[k] & 0xC0) != 0x80  # a code point's first byte
-            s = np.int64((h * _MIX) >> shift)
+            s = first_slot(h, shift)
             while owners[s] == owner and not (keys[s] == h and _same_bytes(data, starts[s], ends[s], start, cut)):
                 s = (s + 1) & mask
             items[d] += 1
