@@ -69,9 +69,12 @@ class DedupeSummary:
         how = "as set"
         if p.bands is None:
             how = f"from the threshold, weights {p.false_positive_weight}/{p.false_negative_weight}"
-        script = f"auto, cjk_ratio {p.cjk_ratio}" if p.script == "auto" else p.script
+        shingles = {
+            "mixed": f"word {p.word_ngram}-grams and character {p.ngram}-grams, script mixed, verified by characters",
+            "auto": f"{p.ngram}-grams, script auto, cjk_ratio {p.cjk_ratio}",
+        }.get(p.script, f"{p.ngram}-grams, script {p.script}")
         return (
-            f"threshold {p.threshold}; shingles: {p.ngram}-grams, script {script}; {p.num_perm} permutations, "
+            f"threshold {p.threshold}; shingles: {shingles}; {p.num_perm} permutations, "
             f"seed {p.seed}; LSH {bands} bands x {rows} rows ({how}); verify {p.verify}; survivor {p.survivor}"
         )
 
@@ -229,7 +232,7 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
                     if len(pending) >= 2:  # bounded: at most two batches wait for the sketcher
                         sketches.append(pending.popleft().result())
                     pending.append(pool.submit(op.held_sketch, samples.select(list(op.sketch_columns))))
-                    if op.needs_texts:
+                    if op.needs_texts and not op.held_texts:
                         texts.append(samples.column("text"))
         sketches.extend(f.result() for f in pending)
     ids = pa.Table.from_batches(ingested, INGESTED_SCHEMA)
@@ -239,7 +242,8 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     if ids.num_rows:
         # handed over without a reference kept here: the operator's sorted copies replace these
         # inputs, which are freed as it makes them (peak memory at 250k documents)
-        records = op.cluster(_drain_table(sketches, op.sketch_schema), _drain_texts(texts) if op.needs_texts else None)
+        held = _drain_table(sketches, op.sketch_schema)
+        records = op.cluster(held, _drain_texts(texts) if op.needs_texts and not op.held_texts else None)
         is_dropped = pc.equal(records.column("verdict"), "dropped")
         duplicate = pc.struct_field(records.column("detail"), "duplicate")
         dropped = (

@@ -154,6 +154,9 @@ class ClusterOperator(Operator):
     sketch_schema: ClassVar[pa.Schema]
     bucket_column: ClassVar[str] = "bands"  # list column of bucket keys; samples sharing one are candidates
     needs_texts: ClassVar[bool] = False  # whether the global step needs the samples' texts
+    # whether ``held_sketch`` rows carry what the global step reads of the texts (then ``cluster`` of held
+    # sketches needs no texts)
+    held_texts: ClassVar[bool] = False
     sketch_columns: ClassVar[tuple[str, ...]] = ("sample_id", "text")  # the sample columns ``sketch`` reads
 
     @abstractmethod

@@ -18,24 +18,29 @@ def dedupe(
     output: Annotated[Path, typer.Option("--output", "-o", help="Output file (one input) or folder.")],
     threshold: Annotated[float, typer.Option(help="Jaccard similarity that counts as a duplicate.")] = 0.8,
     num_perm: Annotated[int, typer.Option(help="MinHash permutations.")] = 128,
-    ngram: Annotated[int, typer.Option(help="Shingle size: words, or characters for CJK text.")] = 5,
+    ngram: Annotated[
+        int, typer.Option(help="Shingle size: characters (mixed, cjk; auto for CJK text) or words (latin, auto).")
+    ] = 5,
+    word_ngram: Annotated[int, typer.Option(help="Words per shingle of the mixed script's word half.")] = 2,
     script: Annotated[
         str,
         typer.Option(
-            help="mixed (words of every text, and characters of a text with a CJK character; pairs with a "
-            "CJK character compared by characters), auto (characters for a text with any CJK character, "
-            "else words), latin (words) or cjk (characters)."
+            help="mixed (candidates from the word 2-grams of every text and the characters of a text with a "
+            "CJK character; every pair compared by character n-grams), auto (characters for a text with any "
+            "CJK character, else words), latin (words) or cjk (characters)."
         ),
     ] = "mixed",
     bands: Annotated[int | None, typer.Option(help="LSH bands (with --rows; default: from the threshold).")] = None,
     rows: Annotated[int | None, typer.Option(help="Signature rows per LSH band (with --bands).")] = None,
-    verify: Annotated[str, typer.Option(help="Check candidates: exact (shingle sets), estimate or none.")] = "exact",
+    verify: Annotated[
+        str, typer.Option(help="Check candidates: exact (Jaccard of n-gram sets), estimate or none.")
+    ] = "exact",
     engine: Annotated[str, typer.Option(help="local, spark or ray.")] = "local",
     text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
     id_field: Annotated[str | None, typer.Option(help="Field whose values name records in the report.")] = None,
 ) -> None:
     """Remove near-duplicates from files: kept records in the input's format, plus a report."""
-    minhash = {"threshold": threshold, "num_perm": num_perm, "ngram": ngram, "script": script}
+    minhash = {"threshold": threshold, "num_perm": num_perm, "ngram": ngram, "word_ngram": word_ngram, "script": script}
     minhash |= {"bands": bands, "rows": rows, "verify": verify}
     from lineage.service.files import FileOperations  # start-up: its schema (pydantic), only when the verb runs
 

@@ -11,12 +11,14 @@ import pyarrow.compute as pc
 
 from operators.base import ClusterOperator
 from operators.minhash.dedupe import PermutedTexts, dedupe, dedupe_incremental, published_candidates
+from operators.minhash.normalize import fold
 from operators.minhash.params import MinHashParams
 from operators.minhash.signature import signatures_and_shingles
 from operators.minhash.store import (
     SIGNATURE_SCHEMA,
     signature_batch,
     sketch_rows,
+    with_folded_texts,
     with_shingle_sets,
     without_signatures,
 )
@@ -60,6 +62,10 @@ class MinHashDedupe(ClusterOperator):
         return self.params_.verify == "exact"
 
     @property
+    def held_texts(self) -> bool:  # type: ignore[override]
+        return self.needs_texts and self.params_.script == "mixed"
+
+    @property
     def sketch_columns(self) -> tuple[str, ...]:  # type: ignore[override]
         return ("sample_id", "text", "source_dataset") if self.params_.priority else ("sample_id", "text")
 
@@ -90,14 +96,21 @@ class MinHashDedupe(ClusterOperator):
 
     def held_sketch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """When exact verification decides: without its signatures (checked first, see
-        :func:`~operators.minhash.store.without_signatures`), and with its rows' shingle sets
-        (:func:`~operators.minhash.store.with_shingle_sets`), made from the shingles just hashed."""
+        :func:`~operators.minhash.store.without_signatures`), and with what verification compares,
+        made on the way to the signatures: ``script="mixed"``, the folded texts
+        (:func:`~operators.minhash.store.with_folded_texts`; see :attr:`held_texts`); otherwise the
+        rows' shingle sets (:func:`~operators.minhash.store.with_shingle_sets`)."""
         if not self.needs_texts:
             return self.sketch(batch)
         texts = batch.column("text")
-        sigs, shingles = signatures_and_shingles(texts, self.params_)
+        folded = fold(texts) if self.held_texts else None
+        if folded is not None:
+            sigs, shingles = signatures_and_shingles(folded, self.params_, folded=True)
+        else:
+            sigs, shingles = signatures_and_shingles(texts, self.params_)
         out = self._with_priority(batch, sketch_rows(batch.column("sample_id"), texts, sigs, self.params_))
-        return with_shingle_sets(without_signatures(out, self.params_), shingles)
+        out = without_signatures(out, self.params_)
+        return with_folded_texts(out, folded) if folded is not None else with_shingle_sets(out, shingles)
 
     def cluster(
         self,

@@ -33,14 +33,18 @@ class MinHashParams(Params):
     buckets. Only ``exact`` keeps removal precision at 1.0 on the Debian corpora and the mixed zh set.
 
     ``script`` picks the shingles (``shingle.py`` defines them): ``mixed`` (default) gives every
-    text a word half (word n-grams, CJK characters deleted) and a text with a CJK character a
-    character half too; a pair is a candidate when either half shares a bucket, and is verified
-    by characters when either text has a CJK character, by words otherwise. No per-document
-    guess decides a document's shingle space, so a page without a CJK character and its twin
-    with a few still match (``auto`` split them). ``latin`` = word n-grams, ``cjk`` = character
-    n-grams with whitespace removed, for every text; ``auto`` = the rule before: ``cjk`` for a
-    document with at least one CJK character (and at least ``cjk_ratio`` of its non-whitespace
-    characters), else ``latin``. ``cjk_ratio`` is read only by ``auto``.
+    text a word half (word ``word_ngram``-grams, CJK characters deleted) and a text with a CJK
+    character a character half (character ``ngram``-grams) too; a pair is a candidate when either
+    half shares a bucket, and every candidate is verified by exact character ``ngram``-gram Jaccard
+    (the reference metric, ``characters.py``). No per-document guess decides a document's shingle
+    space, so a page without a CJK character and its twin with a few still match (``auto`` split
+    them). The word half only proposes candidates: its n-grams are short (2 words) because a pair at
+    0.8 by characters is often far below it by word 5-grams (one changed word removes 5 word 5-grams
+    but only about 10 of a text's character 5-grams), which banding would then miss. ``latin`` = word
+    ``ngram``-grams, ``cjk`` = character ``ngram``-grams with whitespace removed, for every text, each
+    verified by its own shingles; ``auto`` = the rule before: ``cjk`` for a document with at least
+    one CJK character (and at least ``cjk_ratio`` of its non-whitespace characters), else ``latin``.
+    ``cjk_ratio`` is read only by ``auto``, ``word_ngram`` only by ``mixed``.
     ``survivor`` orders a cluster's members: ``longest`` text first, or ``shortest``, or only by
     ``smallest_id``; ties always fall to the smallest ``sample_id``. Published samples always
     survive, whatever the policy.
@@ -49,6 +53,7 @@ class MinHashParams(Params):
     threshold: float = 0.8
     num_perm: int = 128
     ngram: int = 5
+    word_ngram: int = 2
     seed: int = 1
     bands: int | None = None
     rows: int | None = None
@@ -64,8 +69,8 @@ class MinHashParams(Params):
             raise Invalid(f"threshold must be in (0, 1], got {self.threshold}")
         if not 1 <= self.num_perm <= 1024:
             raise Invalid(f"num_perm must be in [1, 1024], got {self.num_perm}")
-        if self.ngram < 1:
-            raise Invalid(f"ngram must be >= 1, got {self.ngram}")
+        if self.ngram < 1 or self.word_ngram < 1:
+            raise Invalid(f"ngram and word_ngram must be >= 1, got {self.ngram} and {self.word_ngram}")
         if not 0 <= self.seed < 2**32:
             raise Invalid(f"seed must be in [0, 2^32), got {self.seed}")
         if (self.bands is None) != (self.rows is None):

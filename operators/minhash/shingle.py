@@ -19,18 +19,17 @@ Bopomofo or Hangul one (:func:`is_cjk`).
 ``script`` (``params.py``):
 
 * ``"mixed"`` (default). No document is classified. Every document has a **word half**: the word
-  n-grams of its text with every CJK character deleted (a CJK character ends a word, as
-  whitespace does), so a text without CJK characters has exactly the ``"latin"`` shingles. A
-  document with a CJK character also has a **character half**: its ``"cjk"`` shingles
-  (:func:`mixed_shingles` makes both; :func:`shingle_hashes` returns the word half and says which
-  documents have a CJK character). Both halves are sketched and banded; a pair sharing a bucket of either is a
-  candidate, and verification compares a pair by characters when either text has a CJK
-  character (the reference metric), by words otherwise. A text without CJK characters and its
-  twin with a few therefore meet in the word half and are judged by characters. A text whose CJK
-  characters exceed :func:`word_half_share` of its characters has no word half (it could not
-  reach the threshold against a text without CJK characters; a Chinese corpus adds no
-  candidates from English fragments), and none either when deleting its CJK characters leaves
-  no word.
+  ``word_ngram``-grams of its text with every CJK character deleted (a CJK character ends a word,
+  as whitespace does). A document with a CJK character also has a **character half**: its
+  ``"cjk"`` shingles (``ngram`` characters; :func:`mixed_shingles` makes both;
+  :func:`shingle_hashes` returns the word half and says which documents have a CJK character).
+  Both halves are sketched and banded; a pair sharing a bucket of either is a candidate, and
+  verification compares every candidate by exact character ``ngram``-gram Jaccard
+  (``characters.py``), the reference metric. A text without CJK characters and its twin with a
+  few therefore meet in the word half and are judged by characters. A text whose CJK characters
+  exceed :func:`word_half_share` of its characters has no word half (it could not reach the
+  threshold against a text without CJK characters; a Chinese corpus adds no candidates from
+  English fragments), and none either when deleting its CJK characters leaves no word.
 * ``"auto"`` (the rule before #18): a document is CJK when it has at least one CJK character and
   at least ``cjk_ratio`` of its remaining non-whitespace characters are CJK; CJK documents are
   shingled by characters, others by words. A text without CJK characters and its twin with one
@@ -281,25 +280,25 @@ def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def shingle_hashes(
-    texts: pa.Array | pa.ChunkedArray, params: MinHashParams
+    texts: pa.Array | pa.ChunkedArray, params: MinHashParams, *, folded: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Shingle hashes of raw texts (normalised here, see ``normalize.py``).
+    """Shingle hashes of raw texts (normalised here, see ``normalize.py``; ``folded``: they were).
 
     Returns ``(hashes, offsets, is_cjk)``: document ``i``'s shingle hashes are
     ``hashes[offsets[i]:offsets[i + 1]]`` (uint32, in text order, repeats kept), and ``is_cjk[i]``
     says whether it was shingled by characters (``script="mixed"``: its word half, and whether it
     has a CJK character).
     """
-    return _folded_shingles(*string_buffers(fold(texts)), params)
+    return _folded_shingles(*string_buffers(texts if folded else fold(texts)), params)
 
 
 def mixed_shingles(
-    texts: pa.Array | pa.ChunkedArray, params: MinHashParams
+    texts: pa.Array | pa.ChunkedArray, params: MinHashParams, *, folded: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Both halves of ``script="mixed"``, normalising once: ``(word hashes, their offsets, has_cjk,
-    character hashes, their offsets)``; the character half covers only the texts with a CJK
-    character, in order (``np.flatnonzero(has_cjk)``)."""
-    data, offsets = string_buffers(fold(texts))
+    """Both halves of ``script="mixed"``, normalising once (``folded``: the texts were): ``(word
+    hashes, their offsets, has_cjk, character hashes, their offsets)``; the character half covers
+    only the texts with a CJK character, in order (``np.flatnonzero(has_cjk)``)."""
+    data, offsets = string_buffers(texts if folded else fold(texts))
     hashes, hash_offsets, cjk = _folded_shingles(data, offsets, params)
     rows = np.flatnonzero(cjk)
     if len(rows) < len(cjk):  # the CJK texts' bytes only: the others are never read by character
@@ -316,7 +315,8 @@ def _folded_shingles(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     drop = punct_or_symbol_table()
     share = word_half_share(params) if params.script == "mixed" else params.cjk_ratio
-    args = (data, offsets, drop, params.ngram, _MODES[params.script], share)
+    ngram = params.word_ngram if params.script == "mixed" else params.ngram  # the word half's n
+    args = (data, offsets, drop, ngram, _MODES[params.script], share)
     if small.suits(offsets[-1] - offsets[0] <= small.SHINGLE_LIMIT):
         return small.shingle_hashes(*args)
     return _shingle_kernel(*args)

@@ -87,14 +87,15 @@ def signatures(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) -> np.n
 
 
 def signatures_and_shingles(
-    texts: pa.Array | pa.ChunkedArray, params: MinHashParams
+    texts: pa.Array | pa.ChunkedArray, params: MinHashParams, *, folded: bool = False
 ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """:func:`signatures`, and the shingles they were made of as ``shingle_hashes`` returns them
-    (``script="mixed"``: the word half), which exact verification compares."""
+    (``script="mixed"``: the word half), which exact verification compares. ``folded``: the texts
+    were normalised by ``normalize.fold`` already."""
     if params.script != "mixed":
-        hashes, offsets, cjk = shingle_hashes(texts, params)
+        hashes, offsets, cjk = shingle_hashes(texts, params, folded=folded)
         return signatures_from_hashes(hashes, offsets, params.num_perm, params.seed), (hashes, offsets, cjk)
-    hashes, offsets, cjk, char_hashes, char_offsets = mixed_shingles(texts, params)
+    hashes, offsets, cjk, char_hashes, char_offsets = mixed_shingles(texts, params, folded=folded)
     out = np.full((len(cjk), 2 * params.num_perm), _EMPTY, dtype=np.uint32)
     lengths = np.diff(offsets)
     words = np.flatnonzero(lengths)  # a Chinese text often has no word half: do not loop over it

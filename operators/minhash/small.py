@@ -240,3 +240,24 @@ def exact(sets: np.ndarray, offsets: np.ndarray, src: np.ndarray, dst: np.ndarra
         union = len(a) + len(b) - common
         out[e] = common / union if union else 1.0
     return out
+
+
+def character_jaccard(
+    data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, n: int, src: np.ndarray, dst: np.ndarray
+) -> np.ndarray:
+    """``characters._pairs_kernel``, by the definition: sets of ``n``-character strings."""
+    grams: dict[int, set[str]] = {}
+
+    def of(d: int) -> set[str]:
+        if d not in grams:
+            text = bytes(data[offsets[d] : offsets[d + 1]]).decode("utf-8")
+            kept = "".join(c for c in text if not drop[ord(c)] and ord(c) not in _SPACES)
+            grams[d] = {kept[i : i + n] for i in range(len(kept) - n + 1)} if len(kept) >= n else ({kept} - {""})
+        return grams[d]
+
+    out = np.empty(len(src), dtype=np.float64)
+    for e, (a, b) in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
+        common = len(of(a) & of(b))
+        union = len(of(a)) + len(of(b)) - common
+        out[e] = common / union if union else 1.0
+    return out

@@ -43,11 +43,17 @@ SIGNATURE_SCHEMA = pa.schema(
 # Columns an in-memory engine's held sketch may carry (:func:`with_shingle_sets`), never stored: each
 # row's sorted shingle-hash set (little-endian uint32 values) and whether it has a CJK character.
 SHINGLE_SET, SHINGLE_CJK = "shingle_set", "shingle_cjk"
+# ... or, for ``script="mixed"``, each row's folded text (:func:`with_folded_texts`)
+FOLDED_TEXT = "folded_text"
 
 
 def sketch_id(params: MinHashParams) -> str:
     """Identity of the signature space: equal strings <=> comparable signatures."""
-    kind = f"word_half_share={word_half_share(params)}" if params.script == "mixed" else f"cjk_ratio={params.cjk_ratio}"
+    kind = f"cjk_ratio={params.cjk_ratio}"
+    if params.script == "mixed":
+        # a word half of ``ngram`` words is the space stored before ``word_ngram`` existed: the same id
+        words = "" if params.word_ngram == params.ngram else f"word_ngram={params.word_ngram} "
+        kind = f"{words}word_half_share={word_half_share(params)}"
     return (
         f"minhash-v{SIGNATURE_FORMAT_VERSION} affine32 ngram={params.ngram} num_perm={params.num_perm} "
         f"seed={params.seed} script={params.script} {kind}"
@@ -132,6 +138,19 @@ def with_shingle_sets(batch: pa.RecordBatch, shingles: tuple[np.ndarray, np.ndar
         pa.large_binary(), len(cjk), [None, pa.py_buffer(np.asarray(set_offsets, np.int64) * 4), values]
     )
     return batch.append_column(SHINGLE_SET, column).append_column(SHINGLE_CJK, pa.array(cjk, pa.bool_()))
+
+
+def with_folded_texts(batch: pa.RecordBatch, folded: pa.Array) -> pa.RecordBatch:
+    """``batch`` with its rows' texts as ``normalize.fold`` made them for the signatures, for an engine that
+    holds every sketch for one in-memory ``cluster`` call: ``script="mixed"`` verification compares
+    these (``characters.py``) instead of folding the candidates' texts again, and the engine need not
+    hold the raw texts."""
+    return batch.append_column(FOLDED_TEXT, folded.cast(pa.large_string()))
+
+
+def folded_texts(table: pa.Table) -> pa.ChunkedArray | None:
+    """The texts :func:`with_folded_texts` put in ``table``, or None when it has none."""
+    return table.column(FOLDED_TEXT) if FOLDED_TEXT in table.column_names else None
 
 
 def shingle_sets(table: pa.Table) -> ShingleSets | None:

@@ -30,6 +30,39 @@ def _components_kernel(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return parent
 
 
+@njit(cache=True, nogil=True)
+def _joined_kernel(parent: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    out = np.empty(len(src), dtype=np.bool_)
+    for e in range(len(src)):
+        out[e] = _find(parent, src[e]) == _find(parent, dst[e])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _link_kernel(parent: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+    for e in range(len(src)):
+        ra, rb = _find(parent, src[e]), _find(parent, dst[e])
+        if ra < rb:
+            parent[rb] = ra
+        elif rb < ra:
+            parent[ra] = rb
+
+
+class Forest:
+    """Union-find built edge batch by edge batch, for callers that decide which edges to link as they go
+    (verification skips a candidate edge whose ends are joined already: it cannot change a component)."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = np.arange(n, dtype=np.int64)
+
+    def joined(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Whether each edge's ends are in one tree already."""
+        return _joined_kernel(self.parent, np.asarray(src, np.int64), np.asarray(dst, np.int64))
+
+    def link(self, src: np.ndarray, dst: np.ndarray) -> None:
+        _link_kernel(self.parent, np.asarray(src, np.int64), np.asarray(dst, np.int64))
+
+
 def connected_components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Component label of each node ``0..n-1``: the smallest node id in its component.
 

@@ -52,7 +52,8 @@ def test_command_takes_script_layout_and_verify_and_prints_the_settings_it_used(
 
     default = lineage(home, "dedupe", str(src), "--output", out, "--id-field", "doc").stdout
     assert (
-        "settings: threshold 0.8; shingles: 5-grams, script mixed; 128 permutations, seed 1; "
+        "settings: threshold 0.8; shingles: word 2-grams and character 5-grams, script mixed, verified by characters; "
+        "128 permutations, seed 1; "
         "LSH 21 bands x 6 rows (from the threshold, weights 0.002/0.998); verify exact; survivor longest"
     ) in default
     assert "kept 2, dropped 2 near-duplicates" in default

@@ -12,6 +12,7 @@ import pyarrow.fs as pafs
 import pytest
 from datasketch import MinHash
 
+from benchmarks.evalsets.reference import char_shingles
 from operators.lineage_records import LINEAGE_SCHEMA
 from operators.minhash import (
     DECISION_SCHEMA,
@@ -29,6 +30,8 @@ from operators.minhash import (
     signatures,
 )
 from operators.minhash.lsh import sketch_bands
+from operators.minhash.store import sketch_id
+from storage.errors import Invalid
 
 _WORDS = [f"w{i}" for i in range(5000)]
 
@@ -47,11 +50,8 @@ def _edit(text: str, changes: int, seed: int) -> str:
 
 
 def _jaccard5(a: str, b: str) -> float:
-    def grams(t: str) -> set[tuple[str, ...]]:
-        w = t.split()
-        return {tuple(w[i : i + 5]) for i in range(len(w) - 4)}
-
-    sa, sb = grams(a), grams(b)
+    """The reference ``script="mixed"`` verifies by: character 5-grams, whitespace deleted."""
+    sa, sb = char_shingles(a), char_shingles(b)
     return len(sa & sb) / len(sa | sb)
 
 
@@ -374,18 +374,21 @@ def test_without_signatures_decides_as_the_whole_table_does() -> None:
 
 
 @pytest.mark.parametrize("script", ["mixed", "latin"])
-def test_held_sketches_carry_the_sets_exact_verification_compares(script: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``lineage dedupe`` holds every sketch in memory: the sketcher keeps each row's sorted shingle set, so
-    the cluster step decides as it does from the texts without shingling a word half again (two threads'
-    1.2 s at 254,724 documents). Held in several batches, in another order than ``sample_id``'s."""
+def test_held_sketches_carry_what_exact_verification_compares(script: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``lineage dedupe`` holds every sketch in memory: the sketcher keeps what verification compares, so the
+    cluster step decides as it does from the texts without making it again: ``script="mixed"``, each row's
+    folded text (the cluster step then needs no texts at all); otherwise its sorted shingle set. Held in
+    several batches, in another order than ``sample_id``'s, with texts NFKC changes."""
     from operators.minhash.operator import MinHashDedupe
 
     dedupe_module = importlib.import_module("operators.minhash.dedupe")
     params = MinHashParams(script=script)
     bases = [_doc(s, 80) for s in range(60)]
     texts = bases + [_edit(t, 1, 100 + i) for i, t in enumerate(bases[:40])] + ["", "!!", bases[3]]
+    texts += ["ＦＵＬＬ Ｗｉｄｔｈ " + bases[5], "中文的说明 " + bases[6]]
     ids = [f"{(k * 7919) % 1000:08x}" for k in range(len(texts))]
     op = MinHashDedupe(params.to_dict())
+    assert op.held_texts == (script == "mixed")
     whole = pa.chunked_array([pa.array(texts)])
     want = op.cluster(pa.Table.from_batches([op.sketch(pa.record_batch({"sample_id": ids, "text": texts}))]), whole)
     held = pa.Table.from_batches(
@@ -395,6 +398,48 @@ def test_held_sketches_carry_the_sets_exact_verification_compares(script: str, m
         ]
     )
     monkeypatch.setattr(dedupe_module, "_shingle_sets", lambda *_: pytest.fail("the texts were shingled again"))
-    got = op.cluster(held, whole)
+    monkeypatch.setattr(dedupe_module, "fold", lambda *_: pytest.fail("the texts were folded again"))
+    got = op.cluster(held, None if op.held_texts else whole)
     assert got.equals(want)
-    assert pa.compute.sum(pa.compute.equal(got.column("verdict"), "dropped")).as_py() >= 40
+    assert pa.compute.sum(pa.compute.equal(got.column("verdict"), "dropped")).as_py() >= 42
+
+
+def test_signatures_stored_with_word_five_gram_halves_keep_their_id_and_are_refused_by_the_default() -> None:
+    """Releases stored before ``word_ngram`` had word halves of ``ngram`` words: that setting names the same
+    space as then, and the default (2 words) refuses them with the settings they were made with."""
+    before = MinHashParams(word_ngram=5)
+    assert sketch_id(before) == "minhash-v1 affine32 ngram=5 num_perm=128 seed=1 script=mixed word_half_share=0.4"
+    assert "word_ngram=2" in sketch_id(MinHashParams())
+    stored = _table(["a", "b"], [A, B], before).append_column("published", pa.array([True, True]))
+    new = _table(["c"], [A], MinHashParams())
+    with pytest.raises(Invalid, match="word_half_share=0.4'.*word_ngram=2"):
+        dedupe_incremental(new, stored, MinHashParams(), pa.array([A]), pa.array([A, B]))
+    decided = dedupe_incremental(_table(["c"], [A], before), stored, before, pa.array([A]), pa.array([A, B]))
+    assert decided.column("verdict").to_pylist() == ["dropped"]
+
+
+def test_edges_verified_in_batches_skip_joined_ends_and_give_the_same_decisions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over ``_EDGE_BATCH`` candidate edges, an edge whose ends verified edges have joined is not compared:
+    the clusters, survivors and similarities are those of comparing every edge."""
+    dedupe_module = importlib.import_module("operators.minhash.dedupe")
+    bases = [_doc(s, 80) for s in range(40)]
+    texts = bases + [_edit(t, k % 4 + 3, 300 + k) for k in range(6) for t in bases] + [_edit(bases[0], 20, 9)]
+    ids = [f"{k:05d}" for k in range(len(texts))]
+    params = MinHashParams()
+    table = _table(ids, texts, params)
+    want = dedupe(table, params, pa.array(texts))
+    compared: list[int] = []
+    real = dedupe_module.character_jaccard
+
+    def counted(*args: object) -> np.ndarray:
+        compared.append(len(args[2]))
+        return real(*args)
+
+    monkeypatch.setattr(dedupe_module, "character_jaccard", counted)
+    monkeypatch.setattr(dedupe_module, "_EDGE_BATCH", 16)
+    got = dedupe(table, params, pa.array(texts))
+    assert got.equals(want)
+    edges = dedupe_module.candidate_edges(load_signatures(table, params)[1])[0]
+    assert sum(compared[:-1]) < len(edges)  # the last call is the survivors' similarities

@@ -58,7 +58,7 @@ def test_text_signatures_equal_datasketch_fed_our_shingle_hashes() -> None:
         np.testing.assert_array_equal(sigs[i, :64], _datasketch(hashes[offsets[i] : offsets[i + 1]], 64, 3))
     np.testing.assert_array_equal(sigs[1, 64:], _datasketch(char_hashes[char_offsets[1] : char_offsets[2]], 64, 3))
     assert (sigs[[0, 2], 64:] == 0xFFFFFFFF).all()  # no CJK character: no character half
-    latin = MinHashParams(num_perm=64, seed=3, script="latin")
+    latin = MinHashParams(num_perm=64, seed=3, script="latin", ngram=params.word_ngram)  # the word half
     np.testing.assert_array_equal(signatures(texts, latin)[0], sigs[0, :64])
 
 

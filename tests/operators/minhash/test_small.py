@@ -4,9 +4,7 @@ really does not load numba."""
 
 from __future__ import annotations
 
-import gzip
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from benchmarks.common import CORPUS_EN, CORPUS_ZH, edited_copies, read_corpus
+from benchmarks.common import CORPUS_EN, read_corpus
 from operators.minhash import MinHashParams, small
 from operators.minhash.lsh import _band_kernel
 from operators.minhash.normalize import fold, punct_or_symbol_table
@@ -25,39 +23,6 @@ from operators.minhash.union_find import _components_kernel
 from operators.minhash.verify import _estimate_kernel, _exact_kernel, _sorted_sets_kernel
 
 ROOT = Path(__file__).resolve().parents[3]
-EVALSET = ROOT / "benchmarks" / "evalsets" / "zh_mixed.jsonl.gz"
-EDGES = [
-    "",
-    "   \n\t ",
-    "!!! ,,, ???",
-    "one",
-    "two words",
-    "a b c d e f g h",
-    "Ｆｕｌｌ-Width «Quotes» ½ ™ and\u00a0no-break\u2003spaces\u3000here",
-    "emoji 😀 between 😀 words 😀 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 letters",
-    "中文",
-    "中文文档，包含 English words 和 `commands --flag`。",
-    "日本語のテキストとカタカナ、한국어 텍스트",
-    "𠀀𠀁𠀂 astral Han 𠀃𠀄𠀅𠀆",
-    "x" * 3000,
-    "\u0085next\u2028line\u2029para\u205fmath\u180emongolian",
-]
-
-
-def _texts() -> list[str]:
-    en = [d["text"] for d in read_corpus(CORPUS_EN)[:400]]
-    zh = [d["text"] for d in read_corpus(CORPUS_ZH)[:300]]
-    with gzip.open(EVALSET, "rt", encoding="utf-8") as fh:
-        mixed = [json.loads(line)["text"] for _, line in zip(range(300), fh, strict=False)]
-    copies = [d["text"] for d in edited_copies([{"id": str(i), "text": t} for i, t in enumerate(en[:50])], 2, seed=5)]
-    texts = EDGES + en + zh + mixed + copies
-    random.Random(2).shuffle(texts)
-    return texts
-
-
-@pytest.fixture(scope="module")
-def texts() -> list[str]:
-    return _texts()
 
 
 @pytest.mark.parametrize(
@@ -150,7 +115,8 @@ def test_a_small_dedupe_loads_neither_numba_nor_the_catalog(tmp_path: Path) -> N
         text=True,
     )
     assert result.returncode == 0, result.stderr
-    assert "kept 9, dropped 1 near-duplicates" in result.stdout
+    # by characters the copy joins 0ad's description and those of its two data packages (0.81-0.99)
+    assert "kept 7, dropped 3 near-duplicates" in result.stdout
     loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
     assert not loaded & {"numba", "llvmlite", "alembic", "duckdb", "scipy"}, sorted(loaded)
     assert not (tmp_path / "home").exists()  # the user's catalog was never opened
