@@ -1,11 +1,11 @@
 """The kernels' values for small inputs, in numpy and plain Python, so a small run never loads numba.
 
 Each function here returns exactly what its numba kernel returns (same dtype, same bits, same floats):
-``tests/operators/minhash/test_small.py`` compares them on the bundled corpora, the mixed-script
-evaluation set and edge cases. The public functions (``shingle_hashes``, ``signatures_from_hashes``,
-``band_hashes``, ``connected_components``, ``sorted_sets``, ``exact_jaccard``, ``estimated_jaccard``)
-call these when an input is below the ``*_LIMIT`` sizes and numba is not loaded yet (:func:`suits`):
-there, loading numba (about 1 s of CPU) costs more than the work.
+``tests/operators/minhash/test_small.py`` and ``test_characters.py`` compare them on the bundled corpora,
+the mixed-script evaluation set and edge cases. The public functions (``shingle_hashes``,
+``signatures_from_hashes``, ``band_hashes``, ``connected_components``, ``sorted_sets``, ``exact_jaccard``,
+``estimated_jaccard``, ``character_jaccard``) call these when an input is below the ``*_LIMIT`` sizes and
+numba is not loaded yet (:func:`suits`): there, loading numba (about 1 s of CPU) costs more than the work.
 """
 
 from __future__ import annotations

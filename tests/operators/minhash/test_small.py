@@ -76,13 +76,14 @@ def test_verification_and_components_equal_the_kernels(texts: list[str]) -> None
 def test_once_numba_is_loaded_small_inputs_take_the_kernels(texts: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A large dedupe's sketch batches are at the size limit (4,096 documents): once a kernel loaded numba,
     they must not go on through the numpy twins (0.5 s of the sketcher at 254,724 documents)."""
-    from operators.minhash import lsh, signature, union_find, verify
+    from operators.minhash import characters, lsh, signature, union_find, verify
     from operators.minhash._jit import make_all
 
     make_all()
     params = MinHashParams()
     batch = pa.array(texts[:200], pa.string())
-    for name in ("shingle_hashes", "minhash", "band_hashes", "sorted_sets", "exact", "estimated", "components"):
+    names = ("shingle_hashes", "minhash", "band_hashes", "sorted_sets", "exact", "estimated", "components")
+    for name in (*names, "character_jaccard"):
         monkeypatch.setattr(small, name, lambda *_a, _name=name: pytest.fail(f"small.{_name} ran with numba loaded"))
     sigs = signature.signatures(batch, params)
     assert sigs.shape == (200, 2 * params.num_perm)
@@ -92,6 +93,7 @@ def test_once_numba_is_loaded_small_inputs_take_the_kernels(texts: list[str], mo
     sets, offsets = verify.sorted_sets(np.arange(40, dtype=np.uint32), np.arange(0, 41, 2))
     verify.exact_jaccard(sets, offsets, src, dst)
     union_find.connected_components(20, src, dst)
+    characters.character_jaccard(*string_buffers(fold(batch)), src, dst, params.ngram)
 
 
 def test_a_small_dedupe_loads_neither_numba_nor_the_catalog(tmp_path: Path) -> None:
