@@ -53,11 +53,7 @@ def _grams(data: np.ndarray, start: int, end: int, drop: np.ndarray, n: int, pow
     h = np.uint64(0)
     i = start
     while i < end:
-        b = data[i]
-        if b < 0x80:  # ASCII fast path: no decoding
-            cp, i = np.int64(b), i + 1
-        else:
-            cp, i = _decode(data, i)
+        cp, i = _decode(data, i)  # inlined: an ASCII byte is its first branch
         if drop[cp] or is_space(cp):
             continue
         unit = np.uint64(cp) + np.uint64(1)  # never 0, so a short text's hash is not a longer one's

@@ -16,15 +16,20 @@ def _find(parent: np.ndarray, x: int) -> int:
     return x
 
 
-@njit(cache=True)
-def _components_kernel(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    parent = np.arange(n, dtype=np.int64)
+@njit(cache=True, nogil=True)
+def _link_kernel(parent: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
     for e in range(len(src)):
         ra, rb = _find(parent, src[e]), _find(parent, dst[e])
         if ra < rb:
             parent[rb] = ra
         elif rb < ra:
             parent[ra] = rb
+
+
+@njit(cache=True)
+def _components_kernel(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    parent = np.arange(n, dtype=np.int64)
+    _link_kernel(parent, src, dst)
     for x in range(n):
         parent[x] = _find(parent, x)
     return parent
@@ -36,16 +41,6 @@ def _joined_kernel(parent: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.n
     for e in range(len(src)):
         out[e] = _find(parent, src[e]) == _find(parent, dst[e])
     return out
-
-
-@njit(cache=True, nogil=True)
-def _link_kernel(parent: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
-    for e in range(len(src)):
-        ra, rb = _find(parent, src[e]), _find(parent, dst[e])
-        if ra < rb:
-            parent[rb] = ra
-        elif rb < ra:
-            parent[ra] = rb
 
 
 class Forest:
