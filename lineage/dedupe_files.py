@@ -242,8 +242,7 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     if ids.num_rows:
         # handed over without a reference kept here: the operator's sorted copies replace these
         # inputs, which are freed as it makes them (peak memory at 250k documents)
-        held = _drain_table(sketches, op.sketch_schema)
-        records = op.cluster(held, _drain_texts(texts) if op.needs_texts and not op.held_texts else None)
+        records = op.cluster(_drain_table(sketches, op.sketch_schema), _drain_texts(texts) if texts else None)
         is_dropped = pc.equal(records.column("verdict"), "dropped")
         duplicate = pc.struct_field(records.column("detail"), "duplicate")
         dropped = (
