@@ -17,7 +17,8 @@ base, about 2^-64 per pair of distinct n-grams). The 577,012 candidate edges of 
 (105 MB) take 2.2 s of one core; the groups are split over the cores (the kernel releases the GIL).
 
 Memory is one table per thread, 16 bytes a slot, sized to twice the bytes of the largest pair it
-meets: a pair over :data:`TABLE_LIMIT` bytes is compared by sorted sets instead (4 bytes an n-gram).
+meets: a pair over :data:`TABLE_LIMIT` bytes (1 MB) is compared by sorted sets instead (4 bytes an
+n-gram, one pair at a time).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from operators.minhash._jit import njit
 from operators.minhash.shingle import _decode, is_space
 from operators.threads import ordered_map, threads
 
-# bytes of a pair's two texts above which it is compared by sorted sets, not in a table
-TABLE_LIMIT = 8 << 20
+# bytes of a pair's two texts above which it is compared by sorted sets, not in a table (a thread's
+# table then stays within 2^21 slots, 32 MB)
+TABLE_LIMIT = 1 << 20
 # pairs from which the groups are split over every core (below, one thread's work is a few ms)
 _PARALLEL_PAIRS = 1 << 14
 
