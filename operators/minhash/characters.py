@@ -27,7 +27,10 @@ import numpy as np
 
 from operators.minhash import small
 from operators.minhash._jit import njit
-from operators.minhash.shingle import _decode, is_space
+from operators.minhash.normalize import punct_or_symbol_table
+from operators.minhash.params import MinHashParams
+from operators.minhash.shingle import _decode, _folded_shingles, is_space
+from operators.minhash.verify import exact_jaccard, sorted_sets
 from operators.threads import ordered_map, threads
 
 # bytes of a pair's two texts above which it is compared by sorted sets, not in a table (a thread's
@@ -160,8 +163,6 @@ def character_jaccard(
     ``data``/``offsets``: folded UTF-8 bytes and int64 offsets (``shingle.string_buffers(fold(texts))``).
     Pairs over :data:`TABLE_LIMIT` bytes are compared by sorted sets (``verify``).
     """
-    from operators.minhash.normalize import punct_or_symbol_table  # start-up: only when pairs are compared
-
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
     drop = punct_or_symbol_table()
@@ -200,10 +201,6 @@ def _in_groups(
 
 def _by_sets(data: np.ndarray, offsets: np.ndarray, src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
     """The pairs of very long texts: their sorted character sets (shingle hashes), one pair at a time."""
-    from operators.minhash.params import MinHashParams  # start-up: only for texts over TABLE_LIMIT
-    from operators.minhash.shingle import _folded_shingles
-    from operators.minhash.verify import exact_jaccard, sorted_sets
-
     params = MinHashParams(ngram=n, script="cjk")
     out = np.empty(len(src), dtype=np.float64)
     for e, (a, b) in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
