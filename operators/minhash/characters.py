@@ -34,7 +34,7 @@ from operators.minhash.verify import exact_jaccard, sorted_sets
 from operators.threads import ordered_map, threads
 
 # bytes of a pair's two texts above which it is compared by sorted sets, not in a table (a thread's
-# table then stays within 2^21 slots, 32 MB)
+# table then stays within 2^22 slots, 64 MB)
 TABLE_LIMIT = 1 << 20
 # pairs from which the groups are split over every core (below, one thread's work is a few ms)
 _PARALLEL_PAIRS = 1 << 14
