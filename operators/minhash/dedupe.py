@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,7 @@ from operators.minhash.verify import ShingleSets, estimated_jaccard, exact_jacca
 from operators.threads import ordered_map
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 _SET_BATCH = 8192
@@ -83,16 +85,13 @@ def _take_in_batches(texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np
         offset += len(chunk)
 
 
-def _shingle_sets(
-    texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np.ndarray, params: MinHashParams
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sorted sets, their offsets, has-CJK flags) of ``texts[rows]`` (``rows`` sorted), batch by batch."""
-    parts, offsets, flags, base = [], [np.zeros(1, np.int64)], [], 0
+def _per_batch(
+    texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np.ndarray, fn: Callable[[pa.Array], R]
+) -> Iterator[R]:
+    """``fn`` of ``texts[rows]`` (``rows`` sorted), one batch at a time, in order, on the worker threads."""
 
-    def sets_of(item: pa.Array | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        batch = next(_take_permuted(texts, item)) if isinstance(texts, PermutedTexts) else item
-        hashes, hash_offsets, cjk = shingle_hashes(batch, params)
-        return (*sorted_sets(hashes, hash_offsets), cjk)
+    def run(item: pa.Array | np.ndarray) -> R:
+        return fn(next(_take_permuted(texts, item)) if isinstance(texts, PermutedTexts) else item)
 
     # permuted texts are taken on the worker threads too (from every chunk: most of the work)
     items: Iterator[pa.Array | np.ndarray] = (
@@ -100,7 +99,20 @@ def _shingle_sets(
         if isinstance(texts, PermutedTexts)
         else _take_in_batches(texts, rows)
     )
-    for sets, set_offsets, cjk in ordered_map(sets_of, items):
+    return ordered_map(run, items)
+
+
+def _shingle_sets(
+    texts: pa.Array | pa.ChunkedArray | PermutedTexts, rows: np.ndarray, params: MinHashParams
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted sets, their offsets, has-CJK flags) of ``texts[rows]`` (``rows`` sorted), batch by batch."""
+    parts, offsets, flags, base = [], [np.zeros(1, np.int64)], [], 0
+
+    def sets_of(batch: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        hashes, hash_offsets, cjk = shingle_hashes(batch, params)
+        return (*sorted_sets(hashes, hash_offsets), cjk)
+
+    for sets, set_offsets, cjk in _per_batch(texts, rows, sets_of):
         parts.append(sets)
         offsets.append(set_offsets[1:] + base)
         flags.append(cjk)
@@ -163,16 +175,8 @@ class _FoldedTexts:
             self._local = texts.order if isinstance(texts, PermutedTexts) else np.arange(len(texts), dtype=np.int64)
             return
 
-        def taken(item: pa.Array | np.ndarray) -> pa.Array:
-            batch = next(_take_permuted(texts, item)) if isinstance(texts, PermutedTexts) else item
-            return fold(batch).cast(pa.large_string())  # one buffer of every candidate may pass 2 GB
-
-        items: Iterator[pa.Array | np.ndarray] = (
-            (rows[lo : lo + _SET_BATCH] for lo in range(0, len(rows), _SET_BATCH))
-            if isinstance(texts, PermutedTexts)
-            else _take_in_batches(texts, rows)
-        )
-        pieces = list(ordered_map(taken, items))
+        # large strings: one buffer of every candidate may pass 2 GB
+        pieces = list(_per_batch(texts, rows, lambda batch: fold(batch).cast(pa.large_string())))
         self._data, self._offsets = string_buffers(
             pa.concat_arrays(pieces) if pieces else pa.array([], pa.large_string())
         )

@@ -104,10 +104,9 @@ class MinHashDedupe(ClusterOperator):
             return self.sketch(batch)
         texts = batch.column("text")
         folded = fold(texts) if self.held_texts else None
-        if folded is not None:
-            sigs, shingles = signatures_and_shingles(folded, self.params_, folded=True)
-        else:
-            sigs, shingles = signatures_and_shingles(texts, self.params_)
+        sigs, shingles = signatures_and_shingles(
+            texts if folded is None else folded, self.params_, folded=folded is not None
+        )
         out = self._with_priority(batch, sketch_rows(batch.column("sample_id"), texts, sigs, self.params_))
         out = without_signatures(out, self.params_)
         return with_folded_texts(out, folded) if folded is not None else with_shingle_sets(out, shingles)
