@@ -18,9 +18,10 @@ extension module): a worker's first answer (3,616 documents) came 0.10-0.12 s af
 * :func:`parse_objects` is :func:`parse_line` of every line of a block.
 * :func:`fast_sample` is a taken line's (text, id value, ``meta``), exactly as the per-record path makes
   them; ``meta`` is :data:`META_ENCODER`'s serialisation, the one the per-record path uses.
-* :func:`fast_columns` is what a worker sends back: the same values as columns of UTF-8 bytes and offsets
-  (:class:`SampleColumns`), which the parent unpickles as a few buffers and hands to Arrow without a
-  copy, instead of two Python strings per sample that it then converted (its GIL is the sketcher's too).
+* :func:`fast_columns` is what a worker makes of a block: the same values as columns of UTF-8 bytes and
+  offsets (:class:`SampleColumns`), which reach the parent as a few buffers
+  (:mod:`operators.convert.shared_blocks`) that it hands to Arrow without a copy, instead of two Python
+  strings per sample that it then converted (its GIL is the sketcher's too).
 """
 
 from __future__ import annotations

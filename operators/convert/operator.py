@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import json
 import multiprocessing
+import os
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -20,9 +21,18 @@ import numpy as np
 import pyarrow as pa
 
 from operators.base import OperatorOutput, Params, SourceOperator
-from operators.convert.json_objects import META_ENCODER, SampleColumns, fast_columns, fast_samples, parse_objects
+from operators.convert.json_objects import META_ENCODER, SampleColumns, fast_samples, parse_objects
 from operators.convert.jsonl_blocks import LineBlock, read_blocks
 from operators.convert.readers import READERS, RawRecord, ReadOptions, jsonl_record, line_record
+from operators.convert.shared_blocks import (
+    Segments,
+    SharedColumns,
+    SharedLines,
+    discard_columns,
+    exit_with,
+    parse_shared,
+    take_columns,
+)
 from operators.lineage_records import SOURCE_DETAIL, Verdict, detail_struct, lineage_batch
 from operators.sample_ids import SAMPLE_ID_CHARS
 from operators.schema import (
@@ -403,24 +413,43 @@ def _parsed(
         yield from ((item, None) for item in items)
         return
     pool: ProcessPoolExecutor | None = None
-    pending: deque[tuple[LineBlock | RawRecord, Future[SampleColumns] | None]] = deque()
+    segments = Segments()  # blocks go to the workers through shared memory (why: operators.convert.shared_blocks)
+    pending: deque[tuple[LineBlock | RawRecord, Future[SharedColumns] | None, SharedLines | None]] = deque()
+
+    def next_done() -> tuple[LineBlock | RawRecord, SampleColumns | None]:
+        done, fut, lines = pending.popleft()
+        if fut is None or lines is None:
+            return done, None
+        try:
+            return done, take_columns(fut.result())
+        finally:
+            segments.release(lines)
+
     blocks = 0
     try:
         for item in items:
-            future = None
+            future, lines = None, None
             if isinstance(item, LineBlock):
                 blocks += 1
                 if blocks > _INLINE_BLOCKS and (not here or blocks % (processes + 1)):
                     if pool is None:
-                        pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
-                    future = pool.submit(fast_columns, item.lines, params.text_field, params.id_field, *names, item.row)
-            pending.append((item, future))
+                        pool = ProcessPoolExecutor(
+                            processes,
+                            mp_context=multiprocessing.get_context("spawn"),
+                            initializer=exit_with,
+                            initargs=(os.getpid(),),
+                        )
+                    lines = segments.share(item.lines)
+                    future = pool.submit(parse_shared, lines, params.text_field, params.id_field, *names, item.row)
+            pending.append((item, future, lines))
             while len(pending) > 2 * (processes + 1):
-                done, fut = pending.popleft()
-                yield done, fut.result() if fut is not None else None
+                yield next_done()
         while pending:
-            done, fut = pending.popleft()
-            yield done, fut.result() if fut is not None else None
+            yield next_done()
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        for _, fut, _ in pending:  # columns made but never taken: their segments go too
+            if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
+                discard_columns(fut.result())
+        segments.close()

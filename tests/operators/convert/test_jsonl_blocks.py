@@ -213,19 +213,25 @@ def test_the_block_pass_takes_every_line_of_the_bundled_corpus() -> None:
 
 
 _WORKER_IMPORTS = """
-import concurrent.futures, multiprocessing
-from operators.convert import operator
+import concurrent.futures, multiprocessing, os
+from operators.convert import operator, shared_blocks
 if __name__ == "__main__":
-    lines = [b'{"text": "a b c"}'] * 3
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        assert pool.submit(operator.fast_samples, lines, "text", None).result()[0] == ("a b c", None, None)
+    segment, lines = shared_blocks.share_lines([b'{"text": "a b c"}'] * 3)
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=spawn, initializer=shared_blocks.exit_with, initargs=(os.getpid(),)
+    ) as pool:
+        made = pool.submit(shared_blocks.parse_shared, lines, "text", None, "d", "f", 0).result()
+        assert shared_blocks.take_columns(made).samples() == [("a b c", None, None)] * 3
         heavy = "{'pyarrow', 'numpy', 'pydantic', 'typer'}"
         print(pool.submit(eval, f"sorted({{m.split('.')[0] for m in __import__('sys').modules}} & {heavy})").result())
+    segment.close()
+    segment.unlink()
 """
 
 
 def test_a_parser_worker_imports_the_standard_library_alone() -> None:
-    """``lineage dedupe``'s JSON parser workers run :func:`json_objects.fast_samples`: unpickling it must not
+    """``lineage dedupe``'s JSON parser workers run :func:`shared_blocks.parse_shared`: unpickling it must not
     import pyarrow, NumPy or pydantic, which were most of a worker's half-second start-up (the command waits
     for its first block)."""
     root = Path(__file__).resolve().parents[3]

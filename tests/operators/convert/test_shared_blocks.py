@@ -1,0 +1,135 @@
+"""Blocks handed to parser processes through shared memory (operators/convert/shared_blocks.py).
+
+The columns that come back are the worker's own :func:`fast_columns`, and no segment outlives its block:
+not after a whole file, not when the reader stops early, and not when the parent is killed (its workers
+exit, and the resource tracker unlinks what they left).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from multiprocessing.shared_memory import SharedMemory
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from operators.convert import jsonl_blocks, shared_blocks
+from operators.convert.json_objects import fast_columns
+from operators.convert.operator import ConvertParams, _parsed
+from operators.convert.readers import ReadOptions
+from storage.tier import local_tier
+
+ROOT = Path(__file__).resolve().parents[3]
+SHM = Path("/dev/shm")
+
+
+def segments() -> set[str]:
+    """Names of the shared memory segments there are now (multiprocessing names them ``psm_*``)."""
+    return {p.name for p in SHM.glob("psm_*")}
+
+
+def gone(name: str) -> bool:
+    try:
+        SharedMemory(name).close()
+    except FileNotFoundError:
+        return True
+    return False
+
+
+line = st.one_of(
+    st.builds(
+        lambda text, n: json.dumps({"text": text, "id": n, "n": n}, ensure_ascii=n % 2 == 0).encode(),
+        st.text(max_size=30),
+        st.integers(0, 9),
+    ),
+    st.binary(max_size=20).map(lambda b: b.replace(b"\n", b" ")),
+)
+
+
+@settings(max_examples=60, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(lines=st.lists(line, max_size=12), id_field=st.sampled_from([None, "id"]))
+def test_shared_columns_are_the_workers_columns_and_leave_no_segment(lines: list[bytes], id_field: str | None) -> None:
+    """Blocks of nothing but bad lines, or of no line at all, give empty buffers (a segment cannot be empty)."""
+    segment, handle = shared_blocks.share_lines(lines)
+    try:
+        shared = shared_blocks.parse_shared(handle, "text", id_field, "d", "f.jsonl", 3)
+    finally:
+        segment.close()
+        segment.unlink()
+    assert shared_blocks.take_columns(shared) == fast_columns(lines, "text", id_field, "d", "f.jsonl", 3)
+    assert gone(handle.name) and gone(shared.name)
+
+
+@pytest.fixture()
+def blocks_file(tmp_path: Path) -> Path:
+    lines = [json.dumps({"text": f"doc {i} é", "n": i}) for i in range(400)]
+    lines[33] = '{"text": "cut'
+    path = tmp_path / "f.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _items(path: Path) -> object:
+    return jsonl_blocks.read_blocks(local_tier(path.parent).filesystem, str(path), ReadOptions(1 << 20, batch_rows=9))
+
+
+def test_no_segment_outlives_a_file_or_a_reader_that_stops_early(blocks_file: Path) -> None:
+    before = segments()
+    made = [m for _, m in _parsed(_items(blocks_file), ConvertParams(batch_rows=9), ("d", "f"), 1, False)]
+    assert sum(m is not None for m in made) == len(made) - 1 == 44  # every block but the first, by the worker
+    assert segments() == before
+    reader = _parsed(_items(blocks_file), ConvertParams(batch_rows=9), ("d", "f"), 1, False)
+    for _ in range(3):  # blocks in flight in the worker, and columns it made that nobody takes
+        next(reader)
+    time.sleep(0.3)
+    reader.close()
+    assert segments() == before
+
+
+_KILLED = """
+import os, signal, sys
+import multiprocessing
+from operators.convert import jsonl_blocks
+from operators.convert.operator import ConvertParams, _parsed
+from operators.convert.readers import ReadOptions
+from storage.tier import local_tier
+
+if __name__ == "__main__":
+    path = sys.argv[1]
+    items = jsonl_blocks.read_blocks(local_tier("/").filesystem, path, ReadOptions(1 << 20, batch_rows=9))
+    for n, (_, made) in enumerate(_parsed(items, ConvertParams(batch_rows=9), ("d", "f"), 1, False)):
+        if made is not None:
+            print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_parser_worker_exits_when_its_parent_is_killed(blocks_file: Path) -> None:
+    """A worker blocked on its call queue never saw the parent go (it holds that pipe's write end too): it
+    stayed, and so did the segments of the blocks it held, until someone killed it."""
+    before = segments()
+    done = subprocess.run([sys.executable, "-c", _KILLED, str(blocks_file)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == -9, done.stderr
+    workers = [int(pid) for pid in done.stdout.split()]
+    assert workers
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (any(_alive(pid) for pid in workers) or segments() - before):
+        time.sleep(0.1)
+    assert not [pid for pid in workers if _alive(pid)], "a parser worker outlived its parent"
+    assert segments() - before == set(), "a block's segment outlived the parse"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie has exited: nobody reaped it yet
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
