@@ -1,5 +1,6 @@
 """Texts shared by the kernel tests: the bundled corpora, the mixed-script evaluation set, edited copies
-and edge cases (empty, whitespace only, punctuation only, full-width forms, astral Han, odd spaces)."""
+and edge cases (empty, whitespace only, punctuation only, full-width forms, astral Han, odd spaces, Greek
+and Turkish letters whose lower case depends on context)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ from benchmarks.common import CORPUS_EN, CORPUS_ZH, edited_copies, read_corpus
 
 ROOT = Path(__file__).resolve().parents[3]
 EVALSET = ROOT / "benchmarks" / "evalsets" / "zh_mixed.jsonl.gz"
+# texts whose lower-casing has context or expands (Greek word-final sigma, Turkish dotted capital I), and
+# their all-caps copies
+CASED = [
+    "Η Ελλάδα είναι χώρα της νοτιοανατολικής Ευρώπης. Οι κάτοικοί της μιλούν ελληνικά.",
+    "İstanbul ve İzmir, Türkiye'nin en büyük şehirleri arasındadır.",
+]
+CASED += [t.upper() for t in CASED]
 EDGES = [
     "",
     "   \n\t ",
@@ -29,6 +37,7 @@ EDGES = [
     "𠀀𠀁𠀂 astral Han 𠀃𠀄𠀅𠀆",
     "x" * 3000,
     "\u0085next\u2028line\u2029para\u205fmath\u180emongolian",
+    *CASED,
 ]
 
 

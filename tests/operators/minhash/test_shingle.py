@@ -14,6 +14,7 @@ from operators import code_point_tables
 from operators.minhash import MinHashParams, normalize, shingle_hashes
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.shingle import is_space
+from tests.operators.minhash.conftest import EDGES
 
 
 def _doc_hashes(texts: list[str], **kw: object) -> list[np.ndarray]:
@@ -35,6 +36,8 @@ def test_fold_is_nfkc_then_lower() -> None:
         "full-width «quotes» 1⁄2 tm",
         "",
     ]
+    texts = [*EDGES, "ΟΔΟΣ ΤΗΣ ΧΩΡΑΣ.", "ΑΣ, ΒΣ; ΓΣ ΣΣ Σ", "Σήμερα", "İİ", "ｆｕｌｌ Σ"]
+    assert fold(pa.array(texts)).to_pylist() == [unicodedata.normalize("NFKC", t).lower() for t in texts]
 
 
 def test_punct_or_symbol_table_flags_categories_p_and_s() -> None:
