@@ -1,6 +1,5 @@
 """Texts shared by the kernel tests: the bundled corpora, the mixed-script evaluation set, edited copies
-and edge cases (empty, whitespace only, punctuation only, full-width forms, astral Han, odd spaces, Greek
-and Turkish letters whose lower case depends on context)."""
+and the edge cases of tests/support/minhash_texts.py."""
 
 from __future__ import annotations
 
@@ -12,33 +11,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.common import CORPUS_EN, CORPUS_ZH, edited_copies, read_corpus
+from tests.support.minhash_texts import EDGES
 
 ROOT = Path(__file__).resolve().parents[3]
 EVALSET = ROOT / "benchmarks" / "evalsets" / "zh_mixed.jsonl.gz"
-# texts whose lower-casing has context or expands (Greek word-final sigma, Turkish dotted capital I), and
-# their all-caps copies
-CASED = [
-    "Η Ελλάδα είναι χώρα της νοτιοανατολικής Ευρώπης. Οι κάτοικοί της μιλούν ελληνικά.",
-    "İstanbul ve İzmir, Türkiye'nin en büyük şehirleri arasındadır.",
-]
-CASED += [t.upper() for t in CASED]
-EDGES = [
-    "",
-    "   \n\t ",
-    "!!! ,,, ???",
-    "one",
-    "two words",
-    "a b c d e f g h",
-    "Ｆｕｌｌ-Width «Quotes» ½ ™ and\u00a0no-break\u2003spaces\u3000here",
-    "emoji 😀 between 😀 words 😀 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 letters",
-    "中文",
-    "中文文档，包含 English words 和 `commands --flag`。",
-    "日本語のテキストとカタカナ、한국어 텍스트",
-    "𠀀𠀁𠀂 astral Han 𠀃𠀄𠀅𠀆",
-    "x" * 3000,
-    "\u0085next\u2028line\u2029para\u205fmath\u180emongolian",
-    *CASED,
-]
 
 
 def _texts() -> list[str]:

@@ -15,7 +15,7 @@ from operators.minhash import characters, small
 from operators.minhash._jit import make_all
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.shingle import string_buffers
-from tests.operators.minhash.conftest import CASED
+from tests.support.minhash_texts import CASED
 
 
 def _reference(texts: list[str], src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:

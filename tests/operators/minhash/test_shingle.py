@@ -14,7 +14,7 @@ from operators import code_point_tables
 from operators.minhash import MinHashParams, normalize, shingle_hashes
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.shingle import is_space
-from tests.operators.minhash.conftest import EDGES
+from tests.support.minhash_texts import EDGES
 
 
 def _doc_hashes(texts: list[str], **kw: object) -> list[np.ndarray]:
