@@ -393,6 +393,8 @@ def _done(out: OperatorOutput) -> Future[OperatorOutput]:
 # load and their parsing shared this process's GIL (interleaved runs: 254,724 documents 5.05-5.26 s against
 # 5.27-5.63 s, 20,000 documents 1.08-1.15 s against 1.16-1.20 s; 6,000 and 10 documents the same)
 _INLINE_BLOCKS = 1
+# an item read, and for a block sent to a worker its columns to come and its segment of lines
+_InFlight = tuple[LineBlock | RawRecord, Future[SharedColumns | SampleColumns] | None, SharedLines | None]
 
 
 def _parsed(
@@ -414,14 +416,17 @@ def _parsed(
         return
     pool: ProcessPoolExecutor | None = None
     segments = Segments()  # blocks go to the workers through shared memory (why: operators.convert.shared_blocks)
-    pending: deque[tuple[LineBlock | RawRecord, Future[SharedColumns] | None, SharedLines | None]] = deque()
+    pending: deque[_InFlight] = deque()
 
     def next_done() -> tuple[LineBlock | RawRecord, SampleColumns | None]:
-        done, fut, lines = pending.popleft()
+        done, fut, lines = pending[0]
         if fut is None or lines is None:
+            pending.popleft()
             return done, None
+        shared = fut.result()  # left in ``pending`` until then: interrupted, its columns are discarded below
+        pending.popleft()
         try:
-            return done, take_columns(fut.result())
+            return done, take_columns(shared)
         finally:
             segments.release(lines)
 
@@ -439,8 +444,9 @@ def _parsed(
                             initializer=exit_with,
                             initargs=(os.getpid(),),
                         )
-                    lines = segments.share(item.lines)
-                    future = pool.submit(parse_shared, lines, params.text_field, params.id_field, *names, item.row)
+                    lines = segments.share(item.lines)  # None: no room in /dev/shm, the builder parses it
+                    if lines is not None:
+                        future = pool.submit(parse_shared, lines, params.text_field, params.id_field, *names, item.row)
             pending.append((item, future, lines))
             while len(pending) > 2 * (processes + 1):
                 yield next_done()

@@ -9,6 +9,11 @@ Protocol, per block (:func:`operators.convert.operator._parsed` drives it):
 3. the parent copies the columns out (:func:`take_columns`) and unlinks both segments. A segment left
    behind by a failure is unlinked by the parent too (:class:`Segments`).
 
+A segment's pages are reserved when it is made (:func:`_segment`): tmpfs grants a segment any size and
+then kills the process with SIGBUS at the first page it has no room for (Docker's /dev/shm is 64 MB by
+default). When there is no room, the parent parses that block itself and a worker returns its columns
+through the pipe: slower, never a crash.
+
 If the parent is killed, each worker exits within :data:`_WATCH_S` (:func:`exit_with`, its initializer:
 a worker blocked on its call queue never sees the parent go, since it holds that pipe's write end as well),
 and multiprocessing's resource tracker, which the workers share with the parent, unlinks every segment
@@ -24,6 +29,9 @@ shared memory it idles 0.42 s there, and ``lineage dedupe`` of that file took 5.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import logging
 import os
 import threading
 import time
@@ -32,6 +40,8 @@ from multiprocessing.shared_memory import SharedMemory
 from typing import NamedTuple
 
 from operators.convert.json_objects import SampleColumns, fast_columns
+
+log = logging.getLogger(__name__)
 
 
 class SharedLines(NamedTuple):
@@ -68,12 +78,34 @@ def exit_with(parent: int) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
+class NoRoom(Exception):
+    """/dev/shm has no room for a segment (it was not made)."""
+
+
 def _segment(size: int) -> SharedMemory:
-    return SharedMemory(create=True, size=max(1, size))  # a segment cannot be empty
+    """A new segment of ``size`` bytes (at least one: a segment cannot be empty), its pages reserved, or
+    :class:`NoRoom`. Without the reservation a full tmpfs answers the first write past its limit with
+    SIGBUS, which no ``try`` catches."""
+    segment = SharedMemory(create=True, size=max(1, size))
+    try:
+        os.posix_fallocate(segment._fd, 0, max(1, size))  # type: ignore[attr-defined]
+    except OSError as exc:
+        _unlink(segment)
+        if exc.errno in (errno.ENOSPC, errno.ENOMEM):
+            raise NoRoom(f"/dev/shm has no room for {size:,} bytes") from exc
+        raise
+    return segment
+
+
+def _unlink(segment: SharedMemory) -> None:
+    segment.close()
+    with contextlib.suppress(FileNotFoundError):  # gone already (e.g. systemd's RemoveIPC)
+        segment.unlink()
 
 
 def share_lines(lines: list[bytes]) -> tuple[SharedMemory, SharedLines]:
-    """The parent's side of step 1: the segment (the caller unlinks it) and the handle to submit."""
+    """The parent's side of step 1: the segment (the caller unlinks it) and the handle to submit; or
+    :class:`NoRoom`."""
     data = b"".join(lines)
     segment = _segment(len(data))
     segment.buf[: len(data)] = data
@@ -82,8 +114,9 @@ def share_lines(lines: list[bytes]) -> tuple[SharedMemory, SharedLines]:
 
 def parse_shared(
     lines: SharedLines, text_field: str, id_field: str | None, dataset: str, path: str, first_row: int
-) -> SharedColumns:
-    """The worker's step 2: ``fast_columns`` of the shared lines, its buffers in a new segment."""
+) -> SharedColumns | SampleColumns:
+    """The worker's step 2: ``fast_columns`` of the shared lines, its buffers in a new segment (or, when
+    /dev/shm has no room, the columns themselves, through the pipe)."""
     source = SharedMemory(lines.name)
     try:
         view, at, block = source.buf, 0, []
@@ -95,19 +128,26 @@ def parse_shared(
         source.close()
     made = fast_columns(block, text_field, id_field, dataset, path, first_row)
     buffers = [getattr(made, name) for name in _BUFFERS]
-    out = _segment(sum(map(len, buffers)))
+    try:
+        out = _segment(sum(map(len, buffers)))
+    except NoRoom:
+        return made
     try:
         at = 0
         for buffer in buffers:
             out.buf[at : at + len(buffer)] = buffer
             at += len(buffer)
-    finally:
-        out.close()  # the parent unlinks it once it has read it
+    except BaseException:
+        _unlink(out)
+        raise
+    out.close()  # the parent unlinks it once it has read it
     return SharedColumns(out.name, tuple(map(len, buffers)), made.taken, made.ids, made.meta_valid)
 
 
-def take_columns(shared: SharedColumns) -> SampleColumns:
+def take_columns(shared: SharedColumns | SampleColumns) -> SampleColumns:
     """The parent's step 3: the columns, copied out of the worker's segment, which is then unlinked."""
+    if isinstance(shared, SampleColumns):
+        return shared
     segment = SharedMemory(shared.name)
     try:
         values, at = {}, 0
@@ -120,11 +160,11 @@ def take_columns(shared: SharedColumns) -> SampleColumns:
     return SampleColumns(taken=shared.taken, ids=shared.ids, meta_valid=shared.meta_valid, **values)
 
 
-def discard_columns(shared: SharedColumns) -> None:
+def discard_columns(shared: SharedColumns | SampleColumns) -> None:
     """Unlink the worker's segment of columns the parent will not take."""
-    segment = SharedMemory(shared.name)
-    segment.close()
-    segment.unlink()
+    if isinstance(shared, SharedColumns):
+        with contextlib.suppress(FileNotFoundError):
+            _unlink(SharedMemory(shared.name))
 
 
 class Segments:
@@ -133,20 +173,26 @@ class Segments:
 
     def __init__(self) -> None:
         self._open: dict[str, SharedMemory] = {}
+        self._short = False  # /dev/shm had no room once (said once)
 
-    def share(self, lines: list[bytes]) -> SharedLines:
-        segment, handle = share_lines(lines)
+    def share(self, lines: list[bytes]) -> SharedLines | None:
+        """The handle of a segment holding ``lines``, or None when /dev/shm has no room for it."""
+        try:
+            segment, handle = share_lines(lines)
+        except NoRoom as exc:
+            if not self._short:
+                log.warning("%s: such blocks are parsed in this process, more slowly", exc)
+            self._short = True
+            return None
         self._open[segment.name] = segment
         return handle
 
     def release(self, handle: SharedLines) -> None:
         segment = self._open.pop(handle.name, None)
         if segment is not None:
-            segment.close()
-            segment.unlink()
+            _unlink(segment)
 
     def close(self) -> None:
         for segment in self._open.values():
-            segment.close()
-            segment.unlink()
+            _unlink(segment)
         self._open.clear()

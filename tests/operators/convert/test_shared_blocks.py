@@ -1,8 +1,9 @@
 """Blocks handed to parser processes through shared memory (operators/convert/shared_blocks.py).
 
 The columns that come back are the worker's own :func:`fast_columns`, and no segment outlives its block:
-not after a whole file, not when the reader stops early, and not when the parent is killed (its workers
-exit, and the resource tracker unlinks what they left).
+not after a whole file, not when the reader stops early, not when the parent is interrupted, and not when
+it is killed (its workers exit, and the resource tracker unlinks what they left). A /dev/shm without room
+for the blocks slows the parse down and nothing else.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import Future, wait
 from datetime import timedelta
 from multiprocessing.shared_memory import SharedMemory
 from pathlib import Path
@@ -133,3 +135,95 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as stat:  # a zombie has exited: nobody reaped it yet
         return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_without_room_in_dev_shm_a_block_is_parsed_here_and_columns_come_through_the_pipe(
+    blocks_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No room for the parent's segment: the builder parses the block (None); none for the worker's: its
+    columns come back as they are. Either way the same columns, and no segment left."""
+    lines = [json.dumps({"text": f"doc {i}", "id": i}).encode() for i in range(5)]
+    segment, handle = shared_blocks.share_lines(lines)
+
+    def no_room(size: int) -> SharedMemory:
+        raise shared_blocks.NoRoom(f"no room for {size}")
+
+    monkeypatch.setattr(shared_blocks, "_segment", no_room)
+    try:
+        shared = shared_blocks.parse_shared(handle, "text", "id", "d", "f.jsonl", 0)
+    finally:
+        segment.close()
+        segment.unlink()
+    assert shared_blocks.take_columns(shared) == fast_columns(lines, "text", "id", "d", "f.jsonl", 0)
+    before = segments()
+    made = [m for _, m in _parsed(_items(blocks_file), ConvertParams(batch_rows=9), ("d", "f"), 1, False)]
+    assert len(made) == 45 and all(m is None for m in made)
+    assert segments() == before
+
+
+_SMALL_SHM = """
+import json, sys
+from pathlib import Path
+from operators.convert import jsonl_blocks
+from operators.convert.json_objects import fast_columns
+from operators.convert.operator import ConvertParams, _parsed
+from operators.convert.readers import ReadOptions
+from storage.tier import local_tier
+
+if __name__ == "__main__":
+    path = sys.argv[1]
+    items = jsonl_blocks.read_blocks(local_tier("/").filesystem, path, ReadOptions(1 << 20, batch_rows=9))
+    here = same = 0
+    for item, made in _parsed(items, ConvertParams(batch_rows=9), ("d", "f"), 2, False):
+        if made is None:
+            here += 1
+        else:
+            same += made == fast_columns(item.lines, "text", None, "d", "f", item.row)
+    print(json.dumps({"here": here, "same": same, "left": sorted(p.name for p in Path("/dev/shm").iterdir())}))
+"""
+
+
+def test_a_dev_shm_too_small_for_the_blocks_slows_the_parse_but_never_kills_it(tmp_path: Path) -> None:
+    """A private 1 MiB /dev/shm (Docker's is 64 MB) and blocks of about 360 KB: tmpfs granted the segments
+    and the process died of SIGBUS at the first page past the limit (exit 135, no exception). Now every
+    block is parsed, by a worker or here, to the same columns, and no segment is left."""
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(json.dumps({"text": "w " * 20000 + str(i)}) + "\n" for i in range(90)))
+    script = tmp_path / "small_shm.py"
+    script.write_text(_SMALL_SHM)
+    mount = f"mount -t tmpfs -o size=1m tmpfs /dev/shm && exec {sys.executable} {script} {path}"
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["here"] + found["same"] == 10 and found["same"] >= 1 and found["here"] >= 2, found
+    assert found["left"] == [], found
+
+
+def test_columns_made_while_the_parent_is_interrupted_are_not_left_behind(
+    blocks_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the parent waits for a block's columns: the worker still makes them (the pool is shut
+    down waiting), and they were no longer among the blocks in flight, so their segment stayed."""
+    real = Future.result
+    interrupted: list[str] = []
+
+    def result(self: Future, timeout: float | None = None) -> object:
+        wait([self])
+        if isinstance(real(self), shared_blocks.SharedColumns) and not interrupted:
+            interrupted.append(real(self).name)
+            raise KeyboardInterrupt
+        return real(self, timeout)
+
+    monkeypatch.setattr(Future, "result", result)
+    before = segments()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in _parsed(_items(blocks_file), ConvertParams(batch_rows=9), ("d", "f"), 1, False):
+            pass
+    assert interrupted and segments() == before
