@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import logging
 import multiprocessing
 import os
 from collections import deque
@@ -47,6 +48,8 @@ from storage import links
 from storage.config import TierConfig
 from storage.errors import Invalid
 from storage.tier import Tier
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -397,6 +400,18 @@ _INLINE_BLOCKS = 1
 _InFlight = tuple[LineBlock | RawRecord, Future[SharedColumns | SampleColumns] | None, SharedLines | None]
 
 
+def _parser_pool(processes: int) -> ProcessPoolExecutor | None:
+    """Parser processes, or None when there can be none: a pool's locks live in /dev/shm, which some
+    containers have read-only or not at all (the blocks are then parsed in this process)."""
+    try:
+        return ProcessPoolExecutor(
+            processes, mp_context=multiprocessing.get_context("spawn"), initializer=exit_with, initargs=(os.getpid(),)
+        )
+    except OSError as exc:
+        log.warning("no parser processes (%s): blocks are parsed in this process, more slowly", exc)
+        return None
+
+
 def _parsed(
     items: Iterator[LineBlock | RawRecord],
     params: ConvertParams,
@@ -430,22 +445,18 @@ def _parsed(
         finally:
             segments.release(lines)
 
-    blocks = 0
+    blocks, pooled = 0, True  # pooled: until a pool of parser processes could not be made
     try:
         for item in items:
             future, lines = None, None
             if isinstance(item, LineBlock):
                 blocks += 1
-                if blocks > _INLINE_BLOCKS and (not here or blocks % (processes + 1)):
+                if pooled and blocks > _INLINE_BLOCKS and (not here or blocks % (processes + 1)):
                     if pool is None:
-                        pool = ProcessPoolExecutor(
-                            processes,
-                            mp_context=multiprocessing.get_context("spawn"),
-                            initializer=exit_with,
-                            initargs=(os.getpid(),),
-                        )
-                    lines = segments.share(item.lines)  # None: no room in /dev/shm, the builder parses it
-                    if lines is not None:
+                        pool = _parser_pool(processes)
+                        pooled = pool is not None
+                    lines = segments.share(item.lines) if pool is not None else None  # None: the builder parses it
+                    if pool is not None and lines is not None:
                         future = pool.submit(parse_shared, lines, params.text_field, params.id_field, *names, item.row)
             pending.append((item, future, lines))
             while len(pending) > 2 * (processes + 1):

@@ -11,8 +11,8 @@ Protocol, per block (:func:`operators.convert.operator._parsed` drives it):
 
 A segment's pages are reserved when it is made (:func:`_segment`): tmpfs grants a segment any size and
 then kills the process with SIGBUS at the first page it has no room for (Docker's /dev/shm is 64 MB by
-default). When there is no room, the parent parses that block itself and a worker returns its columns
-through the pipe: slower, never a crash.
+default). When there is no room (or /dev/shm is read-only or missing), the parent parses that block itself
+and a worker returns its columns through the pipe: slower, never a crash.
 
 If the parent is killed, each worker exits within :data:`_WATCH_S` (:func:`exit_with`, its initializer:
 a worker blocked on its call queue never sees the parent go, since it holds that pipe's write end as well),
@@ -79,14 +79,17 @@ def exit_with(parent: int) -> None:
 
 
 class NoRoom(Exception):
-    """/dev/shm has no room for a segment (it was not made)."""
+    """/dev/shm could not hold a segment: it is full, read-only or missing (the segment was not made)."""
 
 
 def _segment(size: int) -> SharedMemory:
     """A new segment of ``size`` bytes (at least one: a segment cannot be empty), its pages reserved, or
     :class:`NoRoom`. Without the reservation a full tmpfs answers the first write past its limit with
     SIGBUS, which no ``try`` catches."""
-    segment = SharedMemory(create=True, size=max(1, size))
+    try:
+        segment = SharedMemory(create=True, size=max(1, size))
+    except OSError as exc:
+        raise NoRoom(f"no shared memory segment of {size:,} bytes ({exc})") from exc
     try:
         os.posix_fallocate(segment._fd, 0, max(1, size))  # type: ignore[attr-defined]
     except OSError as exc:
