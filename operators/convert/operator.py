@@ -455,8 +455,8 @@ def _parsed(
                     if pool is None:
                         pool = _parser_pool(processes)
                         pooled = pool is not None
-                    lines = segments.share(item.lines) if pool is not None else None  # None: the builder parses it
-                    if pool is not None and lines is not None:
+                    lines = segments.share(item.lines) if pool is not None else None
+                    if pool is not None and lines is not None:  # else the builder parses it
                         future = pool.submit(parse_shared, lines, params.text_field, params.id_field, *names, item.row)
             pending.append((item, future, lines))
             while len(pending) > 2 * (processes + 1):
