@@ -455,9 +455,12 @@ def _parsed(
                     if pool is None:
                         pool = _parser_pool(processes)
                         pooled = pool is not None
-                    lines = segments.share(item.lines) if pool is not None else None
-                    if pool is not None and lines is not None:  # else the builder parses it
-                        future = pool.submit(parse_shared, lines, params.text_field, params.id_field, *names, item.row)
+                    if pool is not None:
+                        lines = segments.share(item.lines)  # None: no room in /dev/shm, the builder parses it
+                        if lines is not None:
+                            future = pool.submit(
+                                parse_shared, lines, params.text_field, params.id_field, *names, item.row
+                            )
             pending.append((item, future, lines))
             while len(pending) > 2 * (processes + 1):
                 yield next_done()

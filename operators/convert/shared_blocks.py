@@ -30,7 +30,6 @@ shared memory it idles 0.42 s there, and ``lineage dedupe`` of that file took 5.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import threading
@@ -94,9 +93,7 @@ def _segment(size: int) -> SharedMemory:
         os.posix_fallocate(segment._fd, 0, max(1, size))  # type: ignore[attr-defined]
     except OSError as exc:
         _unlink(segment)
-        if exc.errno in (errno.ENOSPC, errno.ENOMEM):
-            raise NoRoom(f"/dev/shm has no room for {size:,} bytes") from exc
-        raise
+        raise NoRoom(f"no room in /dev/shm for {size:,} bytes ({exc})") from exc
     return segment
 
 
