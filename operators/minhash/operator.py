@@ -10,7 +10,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from operators.base import ClusterOperator
-from operators.minhash.dedupe import PermutedTexts, dedupe, dedupe_incremental, published_candidates
+from operators.minhash.dedupe import (
+    PermutedTexts,
+    dedupe,
+    dedupe_incremental,
+    inverse_permutation,
+    published_candidates,
+)
 from operators.minhash.normalize import fold
 from operators.minhash.params import MinHashParams
 from operators.minhash.signature import signatures_and_shingles
@@ -139,4 +145,5 @@ class MinHashDedupe(ClusterOperator):
                 old_texts = fetch_texts(candidates.column("sample_id").combine_chunks())
             decisions = dedupe_incremental(sketches, candidates, self.params_, texts, old_texts)
         # the inverse permutation, back to input order (of the flat decisions: cheaper than the records)
-        return lineage_records(decisions.take(pc.sort_indices(order)), self.name, self.version)
+        back = inverse_permutation(order.to_numpy())
+        return lineage_records(decisions.take(pa.array(back)), self.name, self.version)
