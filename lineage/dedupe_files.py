@@ -205,7 +205,8 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
         pending: deque[Future[pa.RecordBatch]] = deque()
         for position, inp in enumerate(spec.inputs):
             source, _ = plan_source(inp, position, spec.base_dir, run_id, settings)
-            source.convert.hashes = False  # content hashes are for exact dedupe; these samples stay here
+            # content hashes are for exact dedupe, ``meta`` for a release: these samples stay here
+            source.convert.hashes = source.convert.meta = False
             # convert's JSON is parsed in worker processes on the other cores, every block after the
             # first few: this process's core builds samples and runs the sketcher's kernels
             source.convert.parse_processes = settings.execution().cores - 1

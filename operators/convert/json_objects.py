@@ -17,7 +17,8 @@ extension module): a worker's first answer (3,616 documents) came 0.10-0.12 s af
   (:mod:`operators.convert.jsonl_blocks`).
 * :func:`parse_objects` is :func:`parse_line` of every line of a block.
 * :func:`fast_sample` is a taken line's (text, id value, ``meta``), exactly as the per-record path makes
-  them; ``meta`` is :data:`META_ENCODER`'s serialisation, the one the per-record path uses.
+  them; ``meta`` is :data:`META_ENCODER`'s serialisation, the one the per-record path uses, or None for a
+  caller that keeps no ``meta`` (``meta=False``: serialising it was a third of a worker's parse).
 * :func:`fast_columns` is what a worker makes of a block: the same values as columns of UTF-8 bytes and
   offsets (:class:`SampleColumns`), which reach the parent as a few buffers
   (:mod:`operators.convert.shared_blocks`) that it hands to Arrow without a copy, instead of two Python
@@ -108,7 +109,9 @@ def _meta_encoder() -> Callable[[dict], str]:
 encode_meta = _meta_encoder()
 
 
-def fast_sample(line: bytes, text_field: str, id_field: str | None) -> tuple[str, object, str | None] | None:
+def fast_sample(
+    line: bytes, text_field: str, id_field: str | None, meta: bool = True
+) -> tuple[str, object, str | None] | None:
     """(text, id value, meta) of a JSONL line that is a good sample, as the per-record path
     (:func:`operators.convert.readers.jsonl_record`, then the convert operator's ``_sample_fields``)
     makes it; None for every other line, which that path then reads. One call per line does it all,
@@ -126,16 +129,16 @@ def fast_sample(line: bytes, text_field: str, id_field: str | None) -> tuple[str
         if key is None or key == "" or type(key) not in (str, int):
             return None
     try:
-        return text, key, encode_meta(value) if value else None
+        return text, key, encode_meta(value) if value and meta else None
     except RecursionError:  # parse_line keeps deep nesting out; the per-record path says why
         return None
 
 
 def fast_samples(
-    lines: list[bytes], text_field: str, id_field: str | None
+    lines: list[bytes], text_field: str, id_field: str | None, meta: bool = True
 ) -> list[tuple[str, object, str | None] | None]:
     """:func:`fast_sample` of every line of a block: the part of convert a parser process does."""
-    return [fast_sample(line, text_field, id_field) for line in lines]
+    return [fast_sample(line, text_field, id_field, meta) for line in lines]
 
 
 class SampleColumns(NamedTuple):
@@ -170,7 +173,13 @@ class SampleColumns(NamedTuple):
 
 
 def fast_columns(
-    lines: list[bytes], text_field: str, id_field: str | None, dataset: str, path: str, first_row: int
+    lines: list[bytes],
+    text_field: str,
+    id_field: str | None,
+    dataset: str,
+    path: str,
+    first_row: int,
+    meta: bool = True,
 ) -> SampleColumns:
     """:func:`fast_samples` of a block whose first line is row ``first_row`` of file ``path`` (relative to
     ``dataset``'s root), as :class:`SampleColumns`: what a parser worker returns."""
@@ -181,14 +190,14 @@ def fast_columns(
     metas: list[bytes] = []
     valid = bytearray()
     for i, line in enumerate(lines):
-        made = fast_sample(line, text_field, id_field)
+        made = fast_sample(line, text_field, id_field, meta)
         if made is None:
             continue
-        text, key, meta = made
+        text, key, rest = made
         taken[i] = 1
         texts.append(text.encode("utf-8"))  # no lone surrogate: parse_line took the line
-        metas.append(meta.encode("utf-8") if meta is not None else b"")
-        valid.append(meta is not None)
+        metas.append(rest.encode("utf-8") if rest is not None else b"")
+        valid.append(rest is not None)
         if ids is not None:
             ids.append(key)
             sample_ids.append(sample_id(dataset, sample_key_from_id(key)))

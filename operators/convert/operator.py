@@ -92,8 +92,10 @@ def _field_text(value: object, join: str) -> str:
 class _Builder:
     """Accumulates one output batch worth of samples and quarantine rows for one chunk."""
 
-    def __init__(self, chunk: dict, tier: Tier, params: ConvertParams, run_id: str, hashes: bool = True) -> None:
-        self.chunk, self.params, self.run_id, self.hashes = chunk, params, run_id, hashes
+    def __init__(
+        self, chunk: dict, tier: Tier, params: ConvertParams, run_id: str, hashes: bool = True, meta: bool = True
+    ) -> None:
+        self.chunk, self.params, self.run_id, self.hashes, self.meta = chunk, params, run_id, hashes, meta
         # a file whose name the tier refuses has no URI of its own: its row points at the tier root
         self.uri = tier.uri() if chunk["refused"] is not None else tier.uri(chunk["path"])
         self.samples: dict[str, list] = {name: [] for name in SAMPLE_SCHEMA.names}
@@ -171,7 +173,7 @@ class _Builder:
             made = made.samples()
         self._to_lists()
         if made is None:
-            made = fast_samples(lines, p.text_field, p.id_field)
+            made = fast_samples(lines, p.text_field, p.id_field, self.meta)
         good = [i for i, m in enumerate(made) if m is not None]
         if len(good) < len(made):
             made = [made[i] for i in good]
@@ -278,7 +280,7 @@ class _Builder:
                 pa.repeat(pa.scalar(c["relative_path"], pa.string()), n),
                 columns["source_row"],
                 columns["source_offset"],
-                columns["meta"],
+                columns["meta"] if self.meta else pa.nulls(n, pa.string()),
             ],
             schema=SAMPLE_SCHEMA,
         )
@@ -307,17 +309,26 @@ class ConvertOperator(SourceOperator):
     Params = ConvertParams
 
     def __init__(
-        self, params: ConvertParams | dict | None = None, run_id: str = "", *, hashes: bool = True, blocks: bool = True
+        self,
+        params: ConvertParams | dict | None = None,
+        run_id: str = "",
+        *,
+        hashes: bool = True,
+        meta: bool = True,
+        blocks: bool = True,
     ) -> None:
         """``hashes=False`` leaves ``content_hash`` empty: for samples that never leave the process and
         are never deduplicated exactly (``lineage dedupe``), where hashing every text in Python was a
-        fifth of convert's time. ``blocks=False`` reads JSONL record by record
+        fifth of convert's time. ``meta=False`` leaves ``meta`` null, for such samples too: serialising it
+        was a third of a JSONL parser worker's time (a record refused for its ``meta``, nested too deeply,
+        is refused all the same). ``blocks=False`` reads JSONL record by record
         (:func:`~operators.convert.readers.read_jsonl`), the reference the block path
         (:mod:`operators.convert.jsonl_blocks`) is tested against: the same samples, quarantine
         rows and stats."""
         super().__init__(params)
         self.run_id = run_id
         self.hashes = hashes
+        self.meta = meta
         self.blocks = blocks
         # JSONL blocks parsed in this many worker processes beside this one (0: none): for a caller
         # that owns the machine's cores in one process (``lineage dedupe``); never in an engine's task
@@ -334,9 +345,10 @@ class ConvertOperator(SourceOperator):
                 raise ValueError("convert reads whole files; byte-range chunks are not supported")
             tier = Tier(TierConfig.model_validate_json(chunk["tier"]))
             if chunk["refused"] is None and chunk["format"] == "jsonl" and self.blocks:
-                yield from self._read_blocks(_Builder(chunk, tier, p, self.run_id, hashes=False), tier, opts)
+                builder = _Builder(chunk, tier, p, self.run_id, hashes=False, meta=self.meta)
+                yield from self._read_blocks(builder, tier, opts)
                 continue
-            builder = _Builder(chunk, tier, p, self.run_id, self.hashes)
+            builder = _Builder(chunk, tier, p, self.run_id, self.hashes, self.meta)
             if chunk["refused"] is not None:
                 builder.add(RawRecord(None, None, reason="invalid_file_name", message=chunk["refused"]))
             else:
@@ -364,7 +376,8 @@ class ConvertOperator(SourceOperator):
 
             items = read_blocks(tier.filesystem, path, opts, chunk["relative_path"])
             names = (chunk["source_dataset"], chunk["relative_path"])
-            for item, made in _parsed(items, builder.params, names, self.parse_processes, self.parse_here):
+            parsed = _parsed(items, builder.params, names, self.parse_processes, self.parse_here, self.meta)
+            for item, made in parsed:
                 if isinstance(item, LineBlock):
                     builder.add_block(item, made)
                 else:
@@ -418,6 +431,7 @@ def _parsed(
     names: tuple[str, str],
     processes: int,
     here: bool = True,
+    meta: bool = True,
 ) -> Iterator[tuple[LineBlock | RawRecord, SampleColumns | None]]:
     """``items`` in order, each block with its :func:`~operators.convert.json_objects.fast_columns` when
     a worker process made it (else None: the builder makes it). With ``processes`` workers, after
@@ -459,7 +473,7 @@ def _parsed(
                         lines = segments.share(item.lines)  # None: no room in /dev/shm, the builder parses it
                         if lines is not None:
                             future = pool.submit(
-                                parse_shared, lines, params.text_field, params.id_field, *names, item.row
+                                parse_shared, lines, params.text_field, params.id_field, *names, item.row, meta
                             )
             pending.append((item, future, lines))
             while len(pending) > 2 * (processes + 1):

@@ -113,7 +113,13 @@ def share_lines(lines: list[bytes]) -> tuple[SharedMemory, SharedLines]:
 
 
 def parse_shared(
-    lines: SharedLines, text_field: str, id_field: str | None, dataset: str, path: str, first_row: int
+    lines: SharedLines,
+    text_field: str,
+    id_field: str | None,
+    dataset: str,
+    path: str,
+    first_row: int,
+    meta: bool = True,
 ) -> SharedColumns | SampleColumns:
     """The worker's step 2: ``fast_columns`` of the shared lines, its buffers in a new segment (or, when
     /dev/shm has no room, the columns themselves, through the pipe)."""
@@ -126,7 +132,7 @@ def parse_shared(
         del view
     finally:
         source.close()
-    made = fast_columns(block, text_field, id_field, dataset, path, first_row)
+    made = fast_columns(block, text_field, id_field, dataset, path, first_row, meta)
     buffers = [getattr(made, name) for name in _BUFFERS]
     try:
         out = _segment(sum(map(len, buffers)))

@@ -20,13 +20,14 @@ def convert(
     blocks: bool = True,
     processes: int = 0,
     here: bool = True,
+    meta: bool = True,
     **params,
 ) -> tuple[pa.Table, pa.Table, pa.Table, dict]:
     """``blocks=False``: JSONL record by record, the reference the block path is checked against;
     ``processes``: blocks parsed in that many worker processes too (``here=False``: only there,
-    after the first few)."""
+    after the first few); ``meta=False``: no ``meta`` kept (``lineage dedupe``)."""
     chunks = plan_chunks(SourceSpec(dataset, local_tier(root), pattern), 3)
-    op = ConvertOperator(params, run_id="run-1", blocks=blocks)
+    op = ConvertOperator(params, run_id="run-1", blocks=blocks, meta=meta)
     op.parse_processes = processes
     op.parse_here = here
     samples, lineage, quarantine, stats = [], [], [], {}

@@ -68,6 +68,25 @@ def test_bad_input_corpus_gives_the_same_rows_on_both_paths(tmp_path: Path) -> N
     assert len(jsonl) >= 10 and any(f.damaged_at for f in jsonl)  # the corpus's JSONL files were compared
 
 
+def test_without_meta_only_meta_is_left_out(tmp_path: Path) -> None:
+    """``lineage dedupe`` keeps no ``meta``: its convert leaves the column null and changes nothing else, in
+    this process and in parser workers, on the bad-input corpus and a bundled corpus."""
+    cases = build(tmp_path)
+    runs = [(tmp_path / case.name, "", {**case.params, "batch_rows": 64}) for case in cases]
+    runs.append((DATA, "debian_zh.jsonl.gz", {"batch_rows": 1000}))
+    for root, pattern, params in runs:
+        reference = convert(root, pattern, blocks=False, **params)
+        for processes, here in ((0, True), (1, False)):
+            bare = convert(root, pattern, processes=processes, here=here, meta=False, **params)
+            samples = bare[0]
+            assert samples.column("meta").null_count == samples.num_rows, (root.name, processes)
+            assert samples.drop_columns(["meta"]).equals(reference[0].drop_columns(["meta"])), (root.name, processes)
+            for a, b in zip(reference[1:3], bare[1:3], strict=True):
+                assert a.equals(b), (root.name, processes)
+            assert reference[3] == bare[3]
+    assert runs[-1][0] == DATA and bare[0].num_rows > 2000
+
+
 @pytest.fixture
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Read the stream a few bytes at a time: lines and oversized lines then span pieces."""
