@@ -256,13 +256,13 @@ def _cluster(
     texts: pa.Array | pa.ChunkedArray | PermutedTexts | None,
     made: ShingleSets | None = None,
     folded: bool = False,
-    positions: np.ndarray | None = None,
+    bands_order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, _ShingleSets | _FoldedTexts | None]:
     """Component labels, and what verified the edges. ``made``: the rows' shingle sets; ``folded``:
-    ``texts`` are folded already; ``positions``: each row of ``bands``' position among the rows (None:
-    ``bands`` are in row order)."""
+    ``texts`` are folded already; ``bands_order``: the rows of ``bands`` in the rows' order (None: the
+    same order)."""
     n = len(sigs)
-    src, dst = candidate_edges(bands, positions)
+    src, dst = candidate_edges(bands, bands_order)
     sets = None
     if params.verify == "exact":
         if texts is None or len(texts) != n:
@@ -306,9 +306,9 @@ def _decide(
     priority: np.ndarray | None = None,
     made: ShingleSets | None = None,
     folded: bool = False,
-    positions: np.ndarray | None = None,
+    bands_order: np.ndarray | None = None,
 ) -> pa.Table:
-    labels, sets = _cluster(sigs, bands, params, texts, made, folded, positions)
+    labels, sets = _cluster(sigs, bands, params, texts, made, folded, bands_order)
     jaccard = sets.jaccard if sets is not None else (lambda s, d: estimated_jaccard(sigs, s, d, params.num_perm))
     return decide(sample_ids, labels, text_lengths, published, params.survivor, jaccard, priority)
 
@@ -354,17 +354,15 @@ def dedupe(
     sigs, bands = load_signatures(table, params)
     sample_ids = table.column("sample_id").combine_chunks()
     lengths, published, priority = table.column("text_length").to_numpy(), _published(table), _priority(table)
-    positions = None
+    bands_order = None
     if order is not None:
         sample_ids = sample_ids.take(pa.array(order))
         sigs, lengths, published = sigs[order], lengths[order], published[order]
         priority = priority[order] if priority is not None else None
         made = made.taken(order) if made is not None else None
-        # the band matrix stays in table order, its rows numbered by their place in ``order``: the same
-        # edges as from a sorted copy, which was a tenth of a 254k-document cluster step
-        positions = inverse_permutation(order)
+        bands_order = order  # the band matrix is not copied in order: candidate_edges reads it in order
     return _decide(
-        sample_ids, lengths, published, sigs, bands, params, texts, priority, made, folded is not None, positions
+        sample_ids, lengths, published, sigs, bands, params, texts, priority, made, folded is not None, bands_order
     )
 
 

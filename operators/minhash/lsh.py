@@ -127,19 +127,20 @@ def star_edges(
     return ids[member], heads[member]
 
 
-def candidate_edges(bands: np.ndarray, doc_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def candidate_edges(bands: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Star edges over every band of a ``(n_docs, bands)`` band-hash matrix, deduplicated.
 
     A document is in no bucket of a band where its hash is :data:`ABSENT`.
 
-    ``doc_ids`` defaults to row positions. Memory: at most ``n_docs - 1`` edges per band, and
-    one band's sort per thread at a time.
+    Documents are numbered by row, or with ``order`` document ``i`` is row ``order[i]``: the edges of
+    ``bands[order]``, each band's column gathered in that order on its own thread instead of the whole
+    matrix copied first (a tenth of a 254k-document cluster step, on one core). Memory: at most
+    ``n_docs - 1`` edges per band, and one band's sort per thread at a time.
     """
-    if doc_ids is None:
-        doc_ids = np.arange(bands.shape[0], dtype=np.int64)
+    doc_ids = np.arange(bands.shape[0], dtype=np.int64)
 
     def band_keys(j: int) -> np.ndarray:
-        column = bands[:, j]
+        column = bands[:, j] if order is None else bands[order, j]
         present = column != ABSENT
         if present.all():
             return unique_sorted(pack_edges(*star_edges(doc_ids, column)))
