@@ -36,7 +36,11 @@ PairJaccard = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def _id_ranks(sample_ids: pa.Array) -> np.ndarray:
-    """Rank of each id in ascending (byte-wise) order; equal ids get distinct ranks."""
+    """Rank of each id in ascending (byte-wise) order; equal ids get distinct ranks. Ids in order already
+    (the operator sorts its rows by id) are ranked by one comparison of neighbours, not a second sort."""
+    n = len(sample_ids)
+    if n < 2 or not pc.any(pc.less(sample_ids.slice(1), sample_ids.slice(0, n - 1))).as_py():
+        return np.arange(n, dtype=np.int64)
     order = pc.sort_indices(sample_ids).to_numpy()
     ranks = np.empty(len(order), dtype=np.int64)
     ranks[order] = np.arange(len(order))

@@ -443,3 +443,22 @@ def test_edges_verified_in_batches_skip_joined_ends_and_give_the_same_decisions(
     assert got.equals(want)
     edges = dedupe_module.candidate_edges(load_signatures(table, params)[1])[0]
     assert sum(compared[:-1]) < len(edges)  # the last call is the survivors' similarities
+
+
+@pytest.mark.parametrize("shape", ["random", "sorted", "sorted with repeats", "one", "none"])
+def test_id_ranks_are_those_of_a_stable_sort(shape: str) -> None:
+    """Ids already in order are ranked without sorting them: the ranks a stable sort gives, repeats too."""
+    from operators.minhash.survivors import _id_ranks
+
+    rng = random.Random(3)
+    ids = [f"id-{rng.randrange(50):03d}" for _ in range(200)]
+    ids = {
+        "random": ids,
+        "sorted": sorted(set(ids)),
+        "sorted with repeats": sorted(ids),
+        "one": ids[:1],
+        "none": [],
+    }[shape]
+    want = np.empty(len(ids), np.int64)
+    want[np.argsort(np.array(ids, dtype=object), kind="stable")] = np.arange(len(ids))
+    np.testing.assert_array_equal(_id_ranks(pa.array(ids, pa.string())), want)
