@@ -15,7 +15,7 @@ import pytest
 
 from benchmarks.common import CORPUS_EN, read_corpus
 from operators.minhash import MinHashParams, small
-from operators.minhash.lsh import _band_kernel
+from operators.minhash.lsh import _band_kernel, _star_kernel, pack_edges, star_edges, unique_sorted
 from operators.minhash.normalize import fold, punct_or_symbol_table
 from operators.minhash.shingle import _MODES, _shingle_kernel, string_buffers
 from operators.minhash.signature import _minhash_kernel, permutations
@@ -71,6 +71,27 @@ def test_verification_and_components_equal_the_kernels(texts: list[str]) -> None
     for n, edges in [(600, 300), (600, 2000), (50, 0), (1, 0)]:
         e_src, e_dst = rng.integers(0, n, edges), rng.integers(0, n, edges)
         np.testing.assert_array_equal(_components_kernel(n, e_src, e_dst), small.components(n, e_src, e_dst))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 3000])
+def test_the_star_kernel_makes_the_edges_of_a_bands_sort(n: int) -> None:
+    """Each band's star edges by one pass over a hash table are those of sorting the band (star_edges): the
+    same sorted, unique packed edges, rows taken in any order, absent hashes in no bucket."""
+    rng = np.random.default_rng(n)
+    buckets = rng.integers(1, 2**64 - 1, max(1, n // 4), dtype=np.uint64)
+    bands = buckets[rng.integers(0, len(buckets), (n, 5))]
+    bands[rng.random((n, 5)) < 0.15] = 0  # ABSENT
+    # hashes alike in their low bits, which pick a slot: every bucket probes past the others
+    bands[:, 4] = rng.integers(1, 50, n, dtype=np.uint64) << np.uint64(40)
+    doc_ids = np.arange(n, dtype=np.int64)
+    for order in (doc_ids, rng.permutation(n)):
+        for j in range(5):
+            column = bands[order, j]
+            present = column != 0
+            want = unique_sorted(pack_edges(*star_edges(doc_ids[present], column[present])))
+            got = _star_kernel(bands, j, order)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
 
 
 def test_once_numba_is_loaded_small_inputs_take_the_kernels(texts: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
