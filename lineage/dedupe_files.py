@@ -179,6 +179,9 @@ def dedupe_files(
 # input bytes (compressed or not) above which the sketcher loads its kernels before the first batch:
 # below, a run may well never load them (the small-input twins in numpy serve it)
 _WARM_UP_BYTES = 256 << 10
+# threads that sketch batches, in order: two, because one was the read's bottleneck at 254,724 documents (this
+# thread waited on it a fifth of the time) while the cores had room (the kernels and Arrow release the GIL)
+_SKETCHERS = 2
 
 
 def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
@@ -196,10 +199,10 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     texts: list[pa.Array] = []
     ingested: list[pa.RecordBatch] = []
     quarantine: list[pa.RecordBatch] = []
-    # Sketching runs on a second thread while this one converts the next batch: the shingle and
+    # Sketching runs on other threads while this one converts the next batch: the shingle and
     # MinHash kernels and Arrow's compute functions release the GIL, convert is mostly Python (and
     # hands the GIL back quickly).
-    with quick_handover(), ThreadPoolExecutor(1, thread_name_prefix="dedupe-sketch") as pool:
+    with quick_handover(), ThreadPoolExecutor(_SKETCHERS, thread_name_prefix="dedupe-sketch") as pool:
         if sum(Path(str(inp.path)).stat().st_size for inp in spec.inputs) > _WARM_UP_BYTES:
             pool.submit(op.warm_up)  # while this thread reads the first blocks and starts the parsers
         pending: deque[Future[pa.RecordBatch]] = deque()
@@ -229,7 +232,7 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
                             schema=INGESTED_SCHEMA,
                         )
                     )
-                    if len(pending) >= 2:  # bounded: at most two batches wait for the sketcher
+                    if len(pending) >= _SKETCHERS + 1:  # bounded: a batch each and one waiting
                         sketches.append(pending.popleft().result())
                     pending.append(pool.submit(op.held_sketch, samples.select(list(op.sketch_columns))))
                     if op.needs_texts and not op.held_texts:
@@ -375,22 +378,21 @@ def _write_outputs(
         i: dict.fromkeys(rows[files == i].tolist()) if id_field is not None else {} for i in range(len(inputs))
     }
 
-    for i, (src, dst) in enumerate(zip(inputs, targets, strict=True)):
-        _write_kept(src, dst, decided.kept[i], wanted[i], id_field)
+    def write_kept() -> None:
+        for i, (src, dst) in enumerate(zip(inputs, targets, strict=True)):
+            _write_kept(src, dst, decided.kept[i], wanted[i], id_field)
 
-    # each named sample's id in the report: its id field's value, else ``file:row`` (made in Arrow:
-    # a large run names most of its samples)
-    names = pa.array([p.name + ":" for p in inputs], pa.string()).take(named.column("input"))
-    user_ids = pc.binary_join_element_wise(names, pc.cast(named.column("row"), pa.string()), "")
-    if id_field is not None:
-        values = pa.array([wanted[f].get(r) for f, r in zip(files.tolist(), rows.tolist(), strict=True)], pa.string())
-        user_ids = pc.coalesce(values, user_ids)
+    if id_field is None:  # the report reads no record: it is made on a thread while the kept records are written
+        with ThreadPoolExecutor(1, thread_name_prefix="dedupe-report") as pool:
+            made = pool.submit(_report, inputs, decided, wanted, id_field)
+            write_kept()
+            report = made.result()
+    else:  # the report names records by their id field, which writing the kept records reads
+        write_kept()
+        report = _report(inputs, decided, wanted, id_field)
+    with open(report_path, "wb") as out:
+        out.write(report)
     n = len(decided.jaccard)
-    report = pa.table(
-        [user_ids.slice(0, n), user_ids.slice(n, n), user_ids.slice(2 * n, n), decided.jaccard],
-        schema=REPORT_SCHEMA,
-    )
-    pq.write_table(report, report_path)
     quarantine_table = decided.quarantine
     if quarantine_table.num_rows:
         pq.write_table(quarantine_table, report_path.with_name(report_path.name.replace("duplicates", "quarantine")))
@@ -404,6 +406,28 @@ def _write_outputs(
         report_path,
         params,
     )
+
+
+def _report(
+    inputs: list[Path], decided: _Decided, wanted: dict[int, dict[int, str | None]], id_field: str | None
+) -> pa.Buffer:
+    """The report's Parquet bytes: each dropped sample, its cluster's and its kept sample named by their id
+    field's value, else ``file:row`` (made in Arrow: a large run names most of its samples)."""
+    named = decided.named
+    names = pa.array([p.name + ":" for p in inputs], pa.string()).take(named.column("input"))
+    user_ids = pc.binary_join_element_wise(names, pc.cast(named.column("row"), pa.string()), "")
+    if id_field is not None:
+        files, rows = named.column("input").to_numpy(), named.column("row").to_numpy()
+        values = pa.array([wanted[f].get(r) for f, r in zip(files.tolist(), rows.tolist(), strict=True)], pa.string())
+        user_ids = pc.coalesce(values, user_ids)
+    n = len(decided.jaccard)
+    report = pa.table(
+        [user_ids.slice(0, n), user_ids.slice(n, n), user_ids.slice(2 * n, n), decided.jaccard],
+        schema=REPORT_SCHEMA,
+    )
+    sink = pa.BufferOutputStream()
+    pq.write_table(report, sink)
+    return sink.getvalue()
 
 
 def _id_of(record: Any, id_field: str | None) -> str | None:
