@@ -172,17 +172,21 @@ class SampleColumns(NamedTuple):
         return out
 
 
-def fast_columns(
-    lines: list[bytes],
-    text_field: str,
-    id_field: str | None,
-    dataset: str,
-    path: str,
-    first_row: int,
-    meta: bool = True,
-) -> SampleColumns:
-    """:func:`fast_samples` of a block whose first line is row ``first_row`` of file ``path`` (relative to
-    ``dataset``'s root), as :class:`SampleColumns`: what a parser worker returns."""
+class BlockFields(NamedTuple):
+    """What a parser makes of a file's blocks: the fields it reads, where the samples come from (for their
+    ids), and whether ``meta`` is kept."""
+
+    text_field: str
+    id_field: str | None
+    dataset: str
+    path: str  # the file, relative to the dataset's root
+    meta: bool = True
+
+
+def fast_columns(lines: list[bytes], fields: BlockFields, first_row: int) -> SampleColumns:
+    """:func:`fast_samples` of a block whose first line is row ``first_row`` of the file, as
+    :class:`SampleColumns`: what a parser worker returns."""
+    text_field, id_field, dataset, path, meta = fields
     taken = bytearray(len(lines))
     ids: list[object] | None = [] if id_field is not None else None
     sample_ids: list[str] = []

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from operators.base import OperatorOutput, Params, SourceOperator
-from operators.convert.json_objects import META_ENCODER, SampleColumns, fast_samples, parse_objects
+from operators.convert.json_objects import META_ENCODER, BlockFields, SampleColumns, fast_samples, parse_objects
 from operators.convert.jsonl_blocks import LineBlock, read_blocks
 from operators.convert.readers import READERS, RawRecord, ReadOptions, jsonl_record, line_record
 from operators.convert.shared_blocks import (
@@ -375,8 +375,10 @@ class ConvertOperator(SourceOperator):
                     yield pending.popleft().result()
 
             items = read_blocks(tier.filesystem, path, opts, chunk["relative_path"])
-            names = (chunk["source_dataset"], chunk["relative_path"])
-            parsed = _parsed(items, builder.params, names, self.parse_processes, self.parse_here, self.meta)
+            p = builder.params
+            fields = BlockFields(p.text_field, p.id_field, chunk["source_dataset"], chunk["relative_path"], self.meta)
+            # a joined text is made record by record here (Builder.add_block): no worker parses it
+            parsed = _parsed(items, fields, 0 if p.text_fields else self.parse_processes, self.parse_here)
             for item, made in parsed:
                 if isinstance(item, LineBlock):
                     builder.add_block(item, made)
@@ -426,21 +428,15 @@ def _parser_pool(processes: int) -> ProcessPoolExecutor | None:
 
 
 def _parsed(
-    items: Iterator[LineBlock | RawRecord],
-    params: ConvertParams,
-    names: tuple[str, str],
-    processes: int,
-    here: bool = True,
-    meta: bool = True,
+    items: Iterator[LineBlock | RawRecord], fields: BlockFields, processes: int, here: bool = True
 ) -> Iterator[tuple[LineBlock | RawRecord, SampleColumns | None]]:
     """``items`` in order, each block with its :func:`~operators.convert.json_objects.fast_columns` when
     a worker process made it (else None: the builder makes it). With ``processes`` workers, after
     :data:`_INLINE_BLOCKS` blocks, of every ``processes + 1`` blocks this process keeps one and the
     workers parse the others (two blocks each at most ahead), so convert's Python runs on more than one
     core; with ``here=False`` the workers parse every later block. The values are the same function's,
-    so the samples are exactly the in-process ones. ``names`` are the file's dataset and relative path,
-    of which the workers make sample ids."""
-    if processes <= 0 or params.text_fields:
+    so the samples are exactly the in-process ones."""
+    if processes <= 0:
         yield from ((item, None) for item in items)
         return
     pool: ProcessPoolExecutor | None = None
@@ -472,9 +468,7 @@ def _parsed(
                     if pool is not None:
                         lines = segments.share(item.lines)  # None: no room in /dev/shm, the builder parses it
                         if lines is not None:
-                            future = pool.submit(
-                                parse_shared, lines, params.text_field, params.id_field, *names, item.row, meta
-                            )
+                            future = pool.submit(parse_shared, lines, fields, item.row)
             pending.append((item, future, lines))
             while len(pending) > 2 * (processes + 1):
                 yield next_done()

@@ -38,7 +38,7 @@ from array import array
 from multiprocessing.shared_memory import SharedMemory
 from typing import NamedTuple
 
-from operators.convert.json_objects import SampleColumns, fast_columns
+from operators.convert.json_objects import BlockFields, SampleColumns, fast_columns
 
 log = logging.getLogger(__name__)
 
@@ -112,15 +112,7 @@ def share_lines(lines: list[bytes]) -> tuple[SharedMemory, SharedLines]:
     return segment, SharedLines(segment.name, array("q", map(len, lines)).tobytes())
 
 
-def parse_shared(
-    lines: SharedLines,
-    text_field: str,
-    id_field: str | None,
-    dataset: str,
-    path: str,
-    first_row: int,
-    meta: bool = True,
-) -> SharedColumns | SampleColumns:
+def parse_shared(lines: SharedLines, fields: BlockFields, first_row: int) -> SharedColumns | SampleColumns:
     """The worker's step 2: ``fast_columns`` of the shared lines, its buffers in a new segment (or, when
     /dev/shm has no room, the columns themselves, through the pipe)."""
     source = SharedMemory(lines.name)
@@ -132,7 +124,7 @@ def parse_shared(
         del view
     finally:
         source.close()
-    made = fast_columns(block, text_field, id_field, dataset, path, first_row, meta)
+    made = fast_columns(block, fields, first_row)
     buffers = [getattr(made, name) for name in _BUFFERS]
     try:
         out = _segment(sum(map(len, buffers)))

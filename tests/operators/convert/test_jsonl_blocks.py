@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from operators.convert import json_objects, jsonl_blocks
-from operators.convert.operator import _INLINE_BLOCKS, ConvertParams, _parsed
+from operators.convert.json_objects import BlockFields
+from operators.convert.operator import _INLINE_BLOCKS, _parsed
 from operators.convert.readers import ReadOptions
 from operators.schema import sample_id, sample_key_from_id, sample_key_from_position
 from storage.tier import local_tier
@@ -132,7 +133,7 @@ def test_blocks_parsed_in_worker_processes_give_the_same_rows(tmp_path: Path) ->
         items = jsonl_blocks.read_blocks(
             local_tier(tmp_path).filesystem, str(tmp_path / "f.jsonl"), ReadOptions(1 << 20, batch_rows=7)
         )
-        return [m is not None for _, m in _parsed(items, ConvertParams(batch_rows=7), ("d", "f.jsonl"), 1, here)]
+        return [m is not None for _, m in _parsed(items, BlockFields("text", None, "d", "f.jsonl"), 1, here)]
 
     # the workers did parse: every other block after the first few, or every one with here=False
     shared, theirs = made(True), made(False)
@@ -210,7 +211,7 @@ def test_a_line_is_taken_as_json_loads_reads_it(line: bytes) -> None:
 @FUZZ
 @given(lines=st.lists(json_line | raw_line, max_size=12), id_field=st.sampled_from([None, "id"]))
 def test_a_workers_columns_hold_the_samples_it_made(lines: list[bytes], id_field: str | None) -> None:
-    columns = json_objects.fast_columns(lines, "text", id_field, "d", "f.jsonl", 7)
+    columns = json_objects.fast_columns(lines, json_objects.BlockFields("text", id_field, "d", "f.jsonl"), 7)
     made = json_objects.fast_samples(lines, "text", id_field)
     assert columns.samples() == made
     keys = [
@@ -234,13 +235,14 @@ def test_the_block_pass_takes_every_line_of_the_bundled_corpus() -> None:
 _WORKER_IMPORTS = """
 import concurrent.futures, multiprocessing, os
 from operators.convert import operator, shared_blocks
+from operators.convert.json_objects import BlockFields
 if __name__ == "__main__":
     segment, lines = shared_blocks.share_lines([b'{"text": "a b c"}'] * 3)
     spawn = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(
         1, mp_context=spawn, initializer=shared_blocks.exit_with, initargs=(os.getpid(),)
     ) as pool:
-        made = pool.submit(shared_blocks.parse_shared, lines, "text", None, "d", "f", 0).result()
+        made = pool.submit(shared_blocks.parse_shared, lines, BlockFields("text", None, "d", "f"), 0).result()
         assert shared_blocks.take_columns(made).samples() == [("a b c", None, None)] * 3
         heavy = "{'pyarrow', 'numpy', 'pydantic', 'typer'}"
         print(pool.submit(eval, f"sorted({{m.split('.')[0] for m in __import__('sys').modules}} & {heavy})").result())

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from operators.convert import jsonl_blocks, shared_blocks
-from operators.convert.json_objects import fast_columns
-from operators.convert.operator import ConvertParams, _parsed
+from operators.convert.json_objects import BlockFields, fast_columns
+from operators.convert.operator import _parsed
 from operators.convert.readers import ReadOptions
 from storage.tier import local_tier
 
@@ -61,11 +61,11 @@ def test_shared_columns_are_the_workers_columns_and_leave_no_segment(lines: list
     """Blocks of nothing but bad lines, or of no line at all, give empty buffers (a segment cannot be empty)."""
     segment, handle = shared_blocks.share_lines(lines)
     try:
-        shared = shared_blocks.parse_shared(handle, "text", id_field, "d", "f.jsonl", 3)
+        shared = shared_blocks.parse_shared(handle, BlockFields("text", id_field, "d", "f.jsonl"), 3)
     finally:
         segment.close()
         segment.unlink()
-    assert shared_blocks.take_columns(shared) == fast_columns(lines, "text", id_field, "d", "f.jsonl", 3)
+    assert shared_blocks.take_columns(shared) == fast_columns(lines, BlockFields("text", id_field, "d", "f.jsonl"), 3)
     assert gone(handle.name) and gone(shared.name)
 
 
@@ -84,10 +84,10 @@ def _items(path: Path) -> object:
 
 def test_no_segment_outlives_a_file_or_a_reader_that_stops_early(blocks_file: Path) -> None:
     before = segments()
-    made = [m for _, m in _parsed(_items(blocks_file), ConvertParams(batch_rows=9), ("d", "f"), 1, False)]
+    made = [m for _, m in _parsed(_items(blocks_file), BlockFields("text", None, "d", "f"), 1, False)]
     assert sum(m is not None for m in made) == len(made) - 1 == 44  # every block but the first, by the worker
     assert segments() == before
-    reader = _parsed(_items(blocks_file), ConvertParams(batch_rows=9), ("d", "f"), 1, False)
+    reader = _parsed(_items(blocks_file), BlockFields("text", None, "d", "f"), 1, False)
     for _ in range(3):  # blocks in flight in the worker, and columns it made that nobody takes
         next(reader)
     time.sleep(0.3)
@@ -99,14 +99,15 @@ _KILLED = """
 import os, signal, sys
 import multiprocessing
 from operators.convert import jsonl_blocks
-from operators.convert.operator import ConvertParams, _parsed
+from operators.convert.json_objects import BlockFields
+from operators.convert.operator import _parsed
 from operators.convert.readers import ReadOptions
 from storage.tier import local_tier
 
 if __name__ == "__main__":
     path = sys.argv[1]
     items = jsonl_blocks.read_blocks(local_tier("/").filesystem, path, ReadOptions(1 << 20, batch_rows=9))
-    for n, (_, made) in enumerate(_parsed(items, ConvertParams(batch_rows=9), ("d", "f"), 1, False)):
+    for n, (_, made) in enumerate(_parsed(items, BlockFields("text", None, "d", "f"), 1, False)):
         if made is not None:
             print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
@@ -150,13 +151,13 @@ def test_without_room_in_dev_shm_a_block_is_parsed_here_and_columns_come_through
 
     monkeypatch.setattr(shared_blocks, "_segment", no_room)
     try:
-        shared = shared_blocks.parse_shared(handle, "text", "id", "d", "f.jsonl", 0)
+        shared = shared_blocks.parse_shared(handle, BlockFields("text", "id", "d", "f.jsonl"), 0)
     finally:
         segment.close()
         segment.unlink()
-    assert shared_blocks.take_columns(shared) == fast_columns(lines, "text", "id", "d", "f.jsonl", 0)
+    assert shared_blocks.take_columns(shared) == fast_columns(lines, BlockFields("text", "id", "d", "f.jsonl"), 0)
     before = segments()
-    made = [m for _, m in _parsed(_items(blocks_file), ConvertParams(batch_rows=9), ("d", "f"), 1, False)]
+    made = [m for _, m in _parsed(_items(blocks_file), BlockFields("text", None, "d", "f"), 1, False)]
     assert len(made) == 45 and all(m is None for m in made)
     assert segments() == before
 
@@ -165,8 +166,8 @@ _SMALL_SHM = """
 import json, sys
 from pathlib import Path
 from operators.convert import jsonl_blocks
-from operators.convert.json_objects import fast_columns
-from operators.convert.operator import ConvertParams, _parsed
+from operators.convert.json_objects import BlockFields, fast_columns
+from operators.convert.operator import _parsed
 from operators.convert.readers import ReadOptions
 from storage.tier import local_tier
 
@@ -174,11 +175,11 @@ if __name__ == "__main__":
     path = sys.argv[1]
     items = jsonl_blocks.read_blocks(local_tier("/").filesystem, path, ReadOptions(1 << 20, batch_rows=9))
     here = same = 0
-    for item, made in _parsed(items, ConvertParams(batch_rows=9), ("d", "f"), 2, False):
+    for item, made in _parsed(items, BlockFields("text", None, "d", "f"), 2, False):
         if made is None:
             here += 1
         else:
-            same += made == fast_columns(item.lines, "text", None, "d", "f", item.row)
+            same += made == fast_columns(item.lines, BlockFields("text", None, "d", "f"), item.row)
     print(json.dumps({"here": here, "same": same, "left": sorted(p.name for p in Path("/dev/shm").iterdir())}))
 """
 
@@ -230,6 +231,6 @@ def test_columns_made_while_the_parent_is_interrupted_are_not_left_behind(
     monkeypatch.setattr(Future, "result", result)
     before = segments()
     with pytest.raises(KeyboardInterrupt):
-        for _ in _parsed(_items(blocks_file), ConvertParams(batch_rows=9), ("d", "f"), 1, False):
+        for _ in _parsed(_items(blocks_file), BlockFields("text", None, "d", "f"), 1, False):
             pass
     assert interrupted and segments() == before
