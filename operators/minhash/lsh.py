@@ -138,7 +138,7 @@ def _star_kernel(bands: np.ndarray, j: int, order: np.ndarray) -> np.ndarray:
         size <<= 1
     mask = np.uint64(size - 1)
     keys = np.zeros(size, dtype=np.uint64)  # ABSENT (0) marks a free slot: an absent hash has no bucket
-    heads = np.empty(size, dtype=np.uint64)
+    heads = np.empty(size, dtype=np.uint32)  # document numbers fit: pack_edges needs them < 2^32
     out = np.empty(n, dtype=np.uint64)
     m = 0
     for i in range(n):
@@ -150,10 +150,10 @@ def _star_kernel(bands: np.ndarray, j: int, order: np.ndarray) -> np.ndarray:
             key = keys[slot]
             if key == 0:
                 keys[slot] = h
-                heads[slot] = np.uint64(i)
+                heads[slot] = np.uint32(i)
                 break
             if key == h:
-                out[m] = (np.uint64(i) << np.uint64(32)) | heads[slot]
+                out[m] = (np.uint64(i) << np.uint64(32)) | np.uint64(heads[slot])
                 m += 1
                 break
             slot = (slot + np.uint64(1)) & mask
@@ -170,7 +170,8 @@ def candidate_edges(bands: np.ndarray, order: np.ndarray | None = None) -> tuple
     core). Each band's edges are made on a thread of their own, by one pass over the band in document
     order (:func:`_star_kernel`; a small input, without numba, by :func:`star_edges`' sort, which was 0.9 s
     of CPU at 254,724 documents against 0.2 s); the bands' sorted runs are then merged by one stable sort
-    (timsort merges runs). Memory: at most ``n_docs - 1`` edges per band.
+    (timsort merges runs). Memory: at most ``n_docs - 1`` edges per band, and per thread a table of 12
+    bytes per slot, at least two slots per document.
     """
     n = bands.shape[0]
     doc_ids = np.arange(n, dtype=np.int64)
