@@ -249,7 +249,7 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
         # inputs, which are freed as it makes them (peak memory at 250k documents)
         records = op.cluster(_drain_table(sketches, op.sketch_schema), _drain_texts(texts) if texts else None)
         is_dropped = pc.equal(records.column("verdict"), "dropped")
-        survivors = ids.filter(pc.invert(is_dropped))
+        survivors = ids.select(["input", "source_row"]).filter(pc.invert(is_dropped))
         files = survivors.column("input").to_numpy()
         rows = survivors.column("source_row").to_numpy()
         for i in kept:

@@ -27,6 +27,7 @@ import numpy as np
 
 from operators.minhash import small
 from operators.minhash._jit import njit
+from operators.minhash.lsh import unique_sorted
 from operators.minhash.normalize import punct_or_symbol_table
 from operators.minhash.params import MinHashParams
 from operators.minhash.shingle import _decode, _folded_shingles, is_space
@@ -176,7 +177,7 @@ def character_jaccard(
     rest = np.flatnonzero(~huge)
     # Jaccard is symmetric: group by the side that repeats more (a star's centre, a cluster's survivor),
     # so its table is built once for all its pairs
-    if len(np.unique(dst[rest])) < len(np.unique(src[rest])):
+    if len(unique_sorted(dst[rest])) < len(unique_sorted(src[rest])):
         src, dst = dst, src
     order = rest[np.argsort(src[rest], kind="stable")]
     out[order] = _in_groups(data, offsets, drop, ngram, src[order], dst[order])

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from operators.lineage_records import DETAIL, DUPLICATE_DETAIL, Verdict, lineage_batch
+from operators.minhash.lsh import unique_sorted
 from operators.minhash.params import Survivor
 
 DECISION_SCHEMA = pa.schema(
@@ -33,6 +34,18 @@ DECISION_SCHEMA = pa.schema(
 REASON = "near_duplicate"
 
 PairJaccard = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _dense(labels: np.ndarray) -> np.ndarray:
+    """``np.unique(labels, return_inverse=True)[1]``: each label's rank among the distinct labels. Labels that
+    are row numbers (``connected_components``' smallest members) are ranked by marking them; others by a
+    sort (NumPy >= 2.3 answers ``np.unique`` of integers with a hash table, several times slower)."""
+    n = len(labels)
+    if n and labels.min() >= 0 and labels.max() < n:
+        seen = np.zeros(n, dtype=bool)
+        seen[labels] = True
+        return (np.cumsum(seen) - 1)[labels]
+    return np.searchsorted(unique_sorted(labels), labels)
 
 
 def _id_ranks(sample_ids: pa.Array) -> np.ndarray:
@@ -66,7 +79,7 @@ def decide(
     kept_rows)`` returns the similarity of each dropped row (positions in this call) to its kept row.
     """
     n = len(labels)
-    labels = np.unique(np.asarray(labels, dtype=np.int64), return_inverse=True)[1].reshape(-1)
+    labels = _dense(np.asarray(labels, dtype=np.int64))
     published = np.asarray(published, dtype=bool)
     ranks = _id_ranks(sample_ids)
     lengths = np.asarray(text_lengths, dtype=np.int64)

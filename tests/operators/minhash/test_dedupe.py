@@ -462,3 +462,18 @@ def test_id_ranks_are_those_of_a_stable_sort(shape: str) -> None:
     want = np.empty(len(ids), np.int64)
     want[np.argsort(np.array(ids, dtype=object), kind="stable")] = np.arange(len(ids))
     np.testing.assert_array_equal(_id_ranks(pa.array(ids, pa.string())), want)
+
+
+@pytest.mark.parametrize("shape", ["row numbers", "any integers", "one", "none"])
+def test_dense_labels_are_numpys_inverse(shape: str) -> None:
+    """Component labels ranked without NumPy's hashing unique: its inverse, exactly."""
+    from operators.minhash.survivors import _dense
+
+    rng = np.random.default_rng(5)
+    labels = {
+        "row numbers": rng.integers(0, 300, 300),
+        "any integers": rng.integers(-(2**40), 2**40, 300) // 2**35,
+        "one": np.array([7]),
+        "none": np.zeros(0, np.int64),
+    }[shape].astype(np.int64)
+    np.testing.assert_array_equal(_dense(labels), np.unique(labels, return_inverse=True)[1].reshape(-1))
