@@ -350,7 +350,8 @@ def dedupe(
 
     With ``order`` (row positions) the decisions are those of ``table.take(order)``, in that order;
     ``texts`` are then aligned with that order. The rows are put in order as matrices, not as a
-    taken table (a copy of every band list was a fifth of a 254k-document cluster step).
+    taken table (a copy of every band list was a fifth of a 254k-document cluster step), and the band
+    matrix not even so: :func:`~operators.minhash.lsh.candidate_edges` reads it in that order.
 
     Exact verification compares the rows' shingle sets or folded texts that ``table`` carries
     (``store.with_shingle_sets``, ``store.with_folded_texts``), when it does, instead of shingling or
