@@ -212,13 +212,6 @@ class _FoldedTexts:
         return out
 
 
-def inverse_permutation(order: np.ndarray) -> np.ndarray:
-    """Each row's position in ``order`` (a permutation of the rows): ``argsort(order)`` without a sort."""
-    positions = np.empty(len(order), np.int64)
-    positions[order] = np.arange(len(order))
-    return positions
-
-
 def _ends(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """The rows (of ``n``) that are an end of some edge, in order: what ``unique_sorted`` of the ends
     gives, by marking them instead of sorting a million of them."""

@@ -10,13 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from operators.base import ClusterOperator
-from operators.minhash.dedupe import (
-    PermutedTexts,
-    dedupe,
-    dedupe_incremental,
-    inverse_permutation,
-    published_candidates,
-)
+from operators.minhash.dedupe import PermutedTexts, dedupe, dedupe_incremental, published_candidates
 from operators.minhash.normalize import fold
 from operators.minhash.params import MinHashParams
 from operators.minhash.signature import signatures_and_shingles
@@ -28,7 +22,7 @@ from operators.minhash.store import (
     with_shingle_sets,
     without_signatures,
 )
-from operators.minhash.survivors import lineage_records
+from operators.minhash.survivors import inverse_permutation, lineage_records
 from storage.errors import Invalid
 
 PRIORITY_FIELD = pa.field("priority", pa.int64())  # null (a published sketch) ranks 0

@@ -48,16 +48,20 @@ def _dense(labels: np.ndarray) -> np.ndarray:
     return np.searchsorted(unique_sorted(labels), labels)
 
 
+def inverse_permutation(order: np.ndarray) -> np.ndarray:
+    """Each row's position in ``order`` (a permutation of the rows): ``argsort(order)`` without a sort."""
+    positions = np.empty(len(order), np.int64)
+    positions[order] = np.arange(len(order))
+    return positions
+
+
 def _id_ranks(sample_ids: pa.Array) -> np.ndarray:
     """Rank of each id in ascending (byte-wise) order; equal ids get distinct ranks. Ids in order already
     (the operator sorts its rows by id) are ranked by one comparison of neighbours, not a second sort."""
     n = len(sample_ids)
     if n < 2 or not pc.any(pc.less(sample_ids.slice(1), sample_ids.slice(0, n - 1))).as_py():
         return np.arange(n, dtype=np.int64)
-    order = pc.sort_indices(sample_ids).to_numpy()
-    ranks = np.empty(len(order), dtype=np.int64)
-    ranks[order] = np.arange(len(order))
-    return ranks
+    return inverse_permutation(pc.sort_indices(sample_ids).to_numpy())
 
 
 def decide(
@@ -98,8 +102,7 @@ def decide(
     sizes = np.bincount(labels, minlength=n)[labels]
     min_rank = np.full(n, n, dtype=np.int64)
     np.minimum.at(min_rank, labels, ranks)
-    row_of_rank = np.empty(n, dtype=np.int64)
-    row_of_rank[ranks] = np.arange(n)
+    row_of_rank = inverse_permutation(ranks)
 
     in_cluster = sizes > 1
     dropped = (kept_row != np.arange(n)) & ~published

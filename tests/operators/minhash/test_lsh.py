@@ -116,7 +116,7 @@ def test_candidate_edges_merge_bands_with_repeated_edges() -> None:
 
 def test_candidate_edges_in_an_order_are_those_of_the_matrix_in_that_order() -> None:
     """``dedupe`` leaves the band matrix in table order and has it read in sample-id order."""
-    from operators.minhash.dedupe import inverse_permutation
+    from operators.minhash.survivors import inverse_permutation
 
     rng = np.random.default_rng(11)
     bands = rng.integers(1, 30, (400, 7), dtype=np.uint64)
