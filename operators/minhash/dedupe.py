@@ -21,8 +21,8 @@ from operators.minhash.characters import character_jaccard
 from operators.minhash.lsh import ABSENT, candidate_edges, pack_edges
 from operators.minhash.normalize import fold
 from operators.minhash.params import MinHashParams
-from operators.minhash.shingle import shingle_hashes, string_buffers
-from operators.minhash.store import folded_texts, load_signatures, shingle_sets, widen
+from operators.minhash.shingle import concat_releasing, shingle_hashes, string_buffers
+from operators.minhash.store import contiguous, folded_texts, load_signatures, shingle_sets, widen
 from operators.minhash.survivors import decide
 from operators.minhash.union_find import Forest, connected_components
 from operators.minhash.verify import ShingleSets, estimated_jaccard, exact_jaccard, sorted_sets
@@ -169,18 +169,15 @@ class _FoldedTexts:
         self._ngram = params.ngram
         self._seen: list[tuple[np.ndarray, np.ndarray]] = []
         self._known: tuple[np.ndarray, np.ndarray] | None = None
-        if folded:  # one buffer of them all (a copy of the held chunks), each row mapped to its position
+        if folded:  # one buffer of them all, each row mapped to its position: the held column as it is when
+            # the engine put it back as one chunk (``store.with_held``), else a copy of its chunks
             held = texts.texts if isinstance(texts, PermutedTexts) else texts
-            whole = held.combine_chunks() if isinstance(held, pa.ChunkedArray) else held
-            self._data, self._offsets = string_buffers(whole)
+            self._data, self._offsets = string_buffers(contiguous(held) if isinstance(held, pa.ChunkedArray) else held)
             self._local = texts.order if isinstance(texts, PermutedTexts) else np.arange(len(texts), dtype=np.int64)
             return
 
         # large strings: one buffer of every candidate may pass 2 GB
-        pieces = list(_per_batch(texts, rows, lambda batch: fold(batch).cast(pa.large_string())))
-        self._data, self._offsets = string_buffers(
-            pa.concat_arrays(pieces) if pieces else pa.array([], pa.large_string())
-        )
+        self._data, self._offsets = string_buffers(concat_releasing(list(_per_batch(texts, rows, fold))))
         self._local = np.full(len(texts), -1, dtype=np.int64)
         self._local[rows] = np.arange(len(rows))
 
@@ -260,8 +257,8 @@ def _cluster(
     if exact and (texts is None or len(texts) != n):
         raise ValueError('verify="exact" needs the texts of every row')
     with ThreadPoolExecutor(1, thread_name_prefix="minhash-texts") as pool:
-        # folded texts are read whole, whichever rows the edges name: their one buffer (a copy of 100 MB at
-        # 254,724 documents, on one core) is made while the candidate edges are found
+        # folded texts are read whole, whichever rows the edges name: their one buffer (when they come in
+        # chunks, a copy: 100 MB at 254,724 documents, on one core) is made while the candidate edges are found
         held = None
         if exact and folded and params.script == "mixed":
             held = pool.submit(_FoldedTexts, texts, None, params, True)

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from operators.minhash.lsh import ABSENT, band_layout, sketch_bands
 from operators.minhash.params import MinHashParams
-from operators.minhash.shingle import word_half_share
+from operators.minhash.shingle import concat_releasing, word_half_share
 from operators.minhash.signature import signatures
 from operators.minhash.verify import ShingleSets, sorted_sets
 from storage.errors import Invalid
@@ -153,11 +153,37 @@ def folded_texts(table: pa.Table) -> pa.ChunkedArray | None:
     return table.column(FOLDED_TEXT) if FOLDED_TEXT in table.column_names else None
 
 
+# the held column of each kind of held sketch: by far its largest (the texts, or every shingle)
+HELD_COLUMNS = (FOLDED_TEXT, SHINGLE_SET)
+
+
+def held_apart(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, str | None, pa.Array | None]:
+    """A held sketch without its :data:`HELD_COLUMNS` column, that column's name and the column (None, None
+    for a sketch without one). An engine holding every sketch keeps the column's pieces apart, to put them
+    back as one (:func:`with_held`) without holding two copies."""
+    for name in HELD_COLUMNS:
+        if name in batch.schema.names:
+            return batch.drop_columns([name]), name, batch.column(name)
+    return batch, None, None
+
+
+def with_held(table: pa.Table, name: str, pieces: list[pa.Array]) -> pa.Table:
+    """``table`` with the column :func:`held_apart` took out of its batches, as one chunk: ``pieces`` are
+    copied into it one at a time and each released once copied (``shingle.concat_releasing``), where
+    ``combine_chunks`` held them all and their copy (the verification's one buffer) at once."""
+    return table.append_column(name, pa.chunked_array([concat_releasing(pieces)]))
+
+
+def contiguous(column: pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: its only chunk as it is (``combine_chunks`` copies even that one)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def shingle_sets(table: pa.Table) -> ShingleSets | None:
     """The sets :func:`with_shingle_sets` put in ``table`` (one copy of them), or None when it has none."""
     if SHINGLE_SET not in table.column_names:
         return None
-    column = table.column(SHINGLE_SET).combine_chunks()
+    column = contiguous(table.column(SHINGLE_SET))
     _, offsets_buf, data_buf = column.buffers()
     offsets = np.frombuffer(offsets_buf, np.int64)[column.offset : column.offset + len(column) + 1]
     data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)

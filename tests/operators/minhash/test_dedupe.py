@@ -30,7 +30,7 @@ from operators.minhash import (
     signatures,
 )
 from operators.minhash.lsh import sketch_bands
-from operators.minhash.store import sketch_id
+from operators.minhash.store import FOLDED_TEXT, SHINGLE_SET, contiguous, held_apart, sketch_id, with_held
 from storage.errors import Invalid
 
 _WORDS = [f"w{i}" for i in range(5000)]
@@ -402,6 +402,32 @@ def test_held_sketches_carry_what_exact_verification_compares(script: str, monke
     got = op.cluster(held, None if op.held_texts else whole)
     assert got.equals(want)
     assert pa.compute.sum(pa.compute.equal(got.column("verdict"), "dropped")).as_py() >= 42
+
+    # as ``lineage dedupe`` holds them: the held column apart from the batches, then put back as one chunk
+    pieces: list[pa.Array] = []
+    apart = []
+    for batch in held.to_batches():
+        rest, name, column = held_apart(batch)
+        assert name == (FOLDED_TEXT if script == "mixed" else SHINGLE_SET) and name not in rest.schema.names
+        apart.append(rest)
+        pieces.append(column)
+    rejoined = with_held(pa.Table.from_batches(apart), name, pieces)
+    assert not pieces and rejoined.column(name).num_chunks == 1
+    assert rejoined.column(name).equals(held.column(name))
+    assert op.cluster(rejoined, None if op.held_texts else whole).equals(want)
+
+
+def test_one_chunk_is_read_where_it_is() -> None:
+    """A held column put back as one chunk is the verification's buffer itself: ``combine_chunks`` copies
+    even a single chunk, which doubled the folded texts held at the cluster step."""
+    texts = pa.array(["abcdefgh", "abcdefgx", "zzzzzzzz"], pa.large_string())
+    assert contiguous(pa.chunked_array([texts])).buffers()[2].address == texts.buffers()[2].address
+    two = pa.chunked_array([texts.slice(0, 1), texts.slice(1)])
+    assert contiguous(two).equals(texts)
+    dedupe_module = importlib.import_module("operators.minhash.dedupe")
+    held = dedupe_module._FoldedTexts(pa.chunked_array([texts]), None, MinHashParams(script="mixed"), True)
+    assert held._data.ctypes.data == texts.buffers()[2].address
+    assert held.compare(np.array([0, 0]), np.array([1, 2])).tolist() == pytest.approx([3 / 5, 0.0])
 
 
 def test_signatures_stored_with_word_five_gram_halves_keep_their_id_and_are_refused_by_the_default() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import unicodedata
+import weakref
 
 import numpy as np
 import pyarrow as pa
@@ -13,7 +14,7 @@ from benchmarks.evalsets.reference import char_shingles, normalise
 from operators import code_point_tables
 from operators.minhash import MinHashParams, normalize, shingle_hashes
 from operators.minhash.normalize import fold, punct_or_symbol_table
-from operators.minhash.shingle import is_space
+from operators.minhash.shingle import concat_releasing, is_space
 from tests.support.minhash_texts import EDGES
 
 
@@ -214,3 +215,37 @@ def test_latin_and_cjk_scripts_keep_their_shingles() -> None:
     (cjk,) = _doc_hashes([text], script="cjk", ngram=3)
     assert latin[:3].tolist() == [1857208430, 1860336564, 2312756732]
     assert cjk[:3].tolist() == [2414277173, 393163169, 3281028819]
+
+
+def test_concat_releasing_joins_as_concat_arrays_and_frees_each_piece_before_the_next() -> None:
+    """One large string array of the pieces (sliced, empty, either offset width), the list emptied, and each
+    piece released before the next is copied when the list held the only references: ``concat_arrays``
+    holds them all and the result at once (twice the bytes)."""
+    texts = [f"{i:06d} " + "漢字 text " * (i % 50) for i in range(4000)]
+    owners = [np.frombuffer("".join(texts[lo : lo + 500]).encode(), np.uint8).copy() for lo in range(0, 4000, 500)]
+    ends = [
+        np.cumsum([0] + [len(t.encode()) for t in texts[lo : lo + 500]]).astype(np.int32) for lo in range(0, 4000, 500)
+    ]
+    alive = [weakref.ref(owner) for owner in owners]
+
+    class Watched(list):  # asserts, as each piece is taken, that every piece taken before it is gone
+        def pop(self, *args: int) -> pa.Array:
+            taken = len(alive) - len(self)
+            assert [ref() for ref in alive[:taken]] == [None] * taken
+            return super().pop(*args)
+
+    pieces = Watched(
+        pa.Array.from_buffers(pa.string(), 500, [None, pa.py_buffer(e), pa.py_buffer(o)])
+        for e, o in zip(ends, owners, strict=True)
+    )
+    del owners
+    want = pa.array(texts, pa.large_string())
+    assert concat_releasing(pieces).equals(want) and pieces == []
+    assert [ref() for ref in alive] == [None] * len(alive)
+
+    mixed = [pa.array(texts[:10], pa.large_string()).slice(3, 5), pa.array([], pa.string()), pa.array(["z"])]
+    assert concat_releasing(mixed).to_pylist() == [*texts[3:8], "z"]
+    assert concat_releasing([pa.array([b"\x00\x01", b""], pa.large_binary())]).to_pylist() == [b"\x00\x01", b""]
+    assert concat_releasing([]).to_pylist() == []
+    with pytest.raises(ValueError, match="without nulls"):
+        concat_releasing([pa.array(["a", None])])
