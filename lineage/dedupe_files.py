@@ -197,8 +197,8 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
     op = registry.build(step.name, step.params)
     assert isinstance(op, ClusterOperator)
     sketches: list[pa.RecordBatch] = []
-    # the sketches' held column (folded texts or shingle sets), kept apart so that it becomes one buffer
-    # without two copies at once (store.with_held): 330 MB of the peak at 254,724 Chinese documents
+    # the sketches' large columns (folded texts or shingle sets, and bands), kept apart so that each becomes one
+    # buffer without two copies at once (store.with_held): 330 MB of the peak at 254,724 Chinese documents
     held: dict[str, list[pa.Array]] = {}
     texts: list[pa.Array] = []
     ingested: list[pa.RecordBatch] = []
@@ -244,7 +244,7 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
         while pending:  # popped, so no future keeps a held piece alive
             sketches.append(_hold_apart(pending.popleft().result(), held))
     with ThreadPoolExecutor(1, thread_name_prefix="dedupe-held") as side:
-        # the held column's one buffer is made while the ids are checked
+        # the held columns' buffers are made while the ids are checked
         whole = side.submit(_with_held, _drain_table(sketches, op.sketch_schema), held)
         ids = pa.Table.from_batches(ingested, INGESTED_SCHEMA)
         sample_ids = ids.column("sample_id").combine_chunks()
@@ -278,9 +278,9 @@ def _decide_local(spec: PipelineSpec, settings: Settings) -> _Decided:
 
 
 def _hold_apart(sketch: pa.RecordBatch, held: dict[str, list[pa.Array]]) -> pa.RecordBatch:
-    """``sketch`` without its held column, which joins its name's pieces in ``held``."""
-    sketch, name, column = held_apart(sketch)
-    if name is not None and column is not None:
+    """``sketch`` without its held columns, each of which joins its name's pieces in ``held``."""
+    sketch, columns = held_apart(sketch)
+    for name, column in columns.items():
         held.setdefault(name, []).append(column)
     return sketch
 

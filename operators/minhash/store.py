@@ -85,13 +85,20 @@ def _binary_column(sigs: np.ndarray, full: np.ndarray | None) -> pa.BinaryArray:
 
 
 def _bands_column(bands: np.ndarray, full: np.ndarray | None) -> pa.ListArray:
+    """The ``bands`` list column of a band matrix (of each row not ``full``, its first half), its values
+    copied into Arrow's pool: NumPy's memory (a few MB a batch) stayed with glibc once freed, so a run holding
+    every sketch kept the bands' pages after it had joined them into one matrix (:func:`_band_rows`)."""
     n, width = bands.shape
+    widths = np.full(n, width, np.int32) if full is None else np.where(full, width, width // 2).astype(np.int32)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(widths, out=offsets[1:])
+    values = pa.allocate_buffer(8 * int(offsets[-1]))
+    flat = np.frombuffer(values, np.uint64)
     if full is None:
-        offsets = pa.array(np.arange(0, (n + 1) * width, width, dtype=np.int32))
-        return pa.ListArray.from_arrays(offsets, pa.array(bands.view(np.int64).reshape(-1)))
-    widths = np.where(full, width, width // 2)
-    offsets = pa.array(np.concatenate([[0], np.cumsum(widths)]).astype(np.int32))
-    return pa.ListArray.from_arrays(offsets, pa.array(bands[_halves(n, width, full)].view(np.int64)))
+        flat[:] = bands.reshape(-1)
+    else:
+        np.compress(_halves(n, width, full).reshape(-1), bands.reshape(-1), out=flat)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.Array.from_buffers(pa.int64(), len(flat), [None, values]))
 
 
 def signature_batch(
@@ -153,25 +160,55 @@ def folded_texts(table: pa.Table) -> pa.ChunkedArray | None:
     return table.column(FOLDED_TEXT) if FOLDED_TEXT in table.column_names else None
 
 
-# the held column of each kind of held sketch: by far its largest (the texts, or every shingle)
-HELD_COLUMNS = (FOLDED_TEXT, SHINGLE_SET)
+# the large columns of a held sketch: what verification compares (the texts, or every shingle) and the bands
+HELD_COLUMNS = (FOLDED_TEXT, SHINGLE_SET, "bands")
 
 
-def held_apart(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, str | None, pa.Array | None]:
-    """A held sketch without its :data:`HELD_COLUMNS` column, that column's name and the column (None, None
-    for a sketch without one). An engine holding every sketch keeps the column's pieces apart, to put them
-    back as one (:func:`with_held`) without holding two copies."""
-    for name in HELD_COLUMNS:
-        if name in batch.schema.names:
-            return batch.drop_columns([name]), name, batch.column(name)
-    return batch, None, None
+def held_apart(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, dict[str, pa.Array]]:
+    """A held sketch without its :data:`HELD_COLUMNS`, and those columns by name. An engine holding every
+    sketch keeps their pieces apart, to put each back as one chunk (:func:`with_held`) without holding two
+    copies of it."""
+    names = [name for name in HELD_COLUMNS if name in batch.schema.names]
+    return batch.drop_columns(names), {name: batch.column(name) for name in names}
 
 
 def with_held(table: pa.Table, name: str, pieces: list[pa.Array]) -> pa.Table:
-    """``table`` with the column :func:`held_apart` took out of its batches, as one chunk: ``pieces`` are
-    copied into it one at a time and each released once copied (``shingle.concat_releasing``), where
-    ``combine_chunks`` held them all and their copy (the verification's one buffer) at once."""
-    return table.append_column(name, pa.chunked_array([concat_releasing(pieces)]))
+    """``table`` with a column :func:`held_apart` took out of its batches, as one chunk whose buffers the
+    cluster step reads where they are: ``pieces`` are copied into it one at a time and each released once
+    copied, where ``combine_chunks`` held them all and their copy at once. Texts and shingle sets join as
+    ``shingle.concat_releasing`` joins them; the bands join as the band matrix itself (:func:`_band_rows`)."""
+    column = _band_rows(pieces) if name == "bands" else concat_releasing(pieces)
+    return table.append_column(name, pa.chunked_array([column]))
+
+
+def _band_rows(pieces: list[pa.Array]) -> pa.ListArray:
+    """Held ``bands`` pieces as one list column of equal rows whose values are the ``(n, width)`` band matrix
+    :func:`load_signatures` makes (``script="mixed"``: a row without a character half padded with
+    :data:`ABSENT`, as the matrix has it), so it loads without a copy: the column and its matrix were both
+    held through the cluster step. Each piece is released once copied; ``pieces`` is emptied."""
+    lengths = [pc.list_value_length(piece).to_numpy() for piece in pieces]
+    width = max((int(length.max()) for length in lengths if len(length)), default=0)
+    rows = sum(len(piece) for piece in pieces)
+    if rows * width >= 2**31:
+        raise ValueError(f"{rows:,} rows of {width} band hashes: more than a list column's 2^31 values")
+    values = pa.allocate_buffer(8 * rows * width)
+    matrix = np.frombuffer(values, np.uint64).reshape(rows, width)
+    at = 0
+    pieces.reverse()  # popped from the end, so in order
+    lengths.reverse()
+    while pieces:
+        piece, length = pieces.pop(), lengths.pop()
+        block = matrix[at : at + len(piece)]
+        stored = piece.flatten().to_numpy().view(np.uint64)
+        if (length == width).all():
+            block[:] = stored.reshape(len(piece), width)
+        else:
+            block[:] = ABSENT
+            block[_halves(len(piece), width, length == width)] = stored
+        at += len(piece)
+        del piece, stored
+    offsets = np.arange(0, (rows + 1) * width, width, dtype=np.int32) if width else np.zeros(rows + 1, np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.Array.from_buffers(pa.int64(), rows * width, [None, values]))
 
 
 def contiguous(column: pa.ChunkedArray) -> pa.Array:
@@ -223,9 +260,11 @@ def _band_matrix(column: pa.ChunkedArray, bands: int, mixed: bool) -> np.ndarray
     lengths = pc.list_value_length(column)
     if not (_all_equal(lengths, bands) or (mixed and _all_in(lengths, (bands, 2 * bands)))):
         raise ValueError(f"bands: every row must hold {bands} values{' or 2x that' if mixed else ''}")
-    values = column.combine_chunks().flatten().to_numpy().view(np.uint64)
+    values = contiguous(column).flatten().to_numpy().view(np.uint64)
     if not mixed or len(values) == len(column) * bands:
         return values.reshape(len(column), bands)
+    if len(values) == len(column) * 2 * bands:  # every row whole (or padded whole: a held sketch's _band_rows)
+        return values.reshape(len(column), 2 * bands)
     out = np.zeros((len(column), 2 * bands), dtype=np.uint64)  # ABSENT where not stored
     out[_halves(len(column), 2 * bands, lengths.to_numpy() == 2 * bands)] = values
     return out

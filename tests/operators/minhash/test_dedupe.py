@@ -30,7 +30,15 @@ from operators.minhash import (
     signatures,
 )
 from operators.minhash.lsh import sketch_bands
-from operators.minhash.store import FOLDED_TEXT, SHINGLE_SET, contiguous, held_apart, sketch_id, with_held
+from operators.minhash.store import (
+    FOLDED_TEXT,
+    SHINGLE_SET,
+    _bands_column,
+    contiguous,
+    held_apart,
+    sketch_id,
+    with_held,
+)
 from storage.errors import Invalid
 
 _WORDS = [f"w{i}" for i in range(5000)]
@@ -403,18 +411,45 @@ def test_held_sketches_carry_what_exact_verification_compares(script: str, monke
     assert got.equals(want)
     assert pa.compute.sum(pa.compute.equal(got.column("verdict"), "dropped")).as_py() >= 42
 
-    # as ``lineage dedupe`` holds them: the held column apart from the batches, then put back as one chunk
-    pieces: list[pa.Array] = []
+    # as ``lineage dedupe`` holds them: the large columns apart from the batches, then put back as one chunk
+    pieces: dict[str, list[pa.Array]] = {}
     apart = []
     for batch in held.to_batches():
-        rest, name, column = held_apart(batch)
-        assert name == (FOLDED_TEXT if script == "mixed" else SHINGLE_SET) and name not in rest.schema.names
+        rest, columns = held_apart(batch)
+        assert sorted(columns) == sorted([FOLDED_TEXT if script == "mixed" else SHINGLE_SET, "bands"])
+        assert not set(columns) & set(rest.schema.names)
         apart.append(rest)
-        pieces.append(column)
-    rejoined = with_held(pa.Table.from_batches(apart), name, pieces)
-    assert not pieces and rejoined.column(name).num_chunks == 1
-    assert rejoined.column(name).equals(held.column(name))
+        for name, column in columns.items():
+            pieces.setdefault(name, []).append(column)
+    rejoined = pa.Table.from_batches(apart)
+    for name in list(pieces):
+        rejoined = with_held(rejoined, name, pieces[name])
+        assert not pieces[name] and rejoined.column(name).num_chunks == 1
+    verified = FOLDED_TEXT if script == "mixed" else SHINGLE_SET
+    assert rejoined.column(verified).equals(held.column(verified))
+    # the bands join as the band matrix itself, which then loads without a copy
+    matrix = load_signatures(rejoined, params)[1]
+    assert matrix.ctypes.data == rejoined.column("bands").chunk(0).values.buffers()[1].address
+    assert np.array_equal(matrix, load_signatures(held, params)[1])
     assert op.cluster(rejoined, None if op.held_texts else whole).equals(want)
+
+
+def test_bands_columns_hold_a_matrix_s_rows_or_their_first_halves_in_arrow_memory() -> None:
+    """The ``bands`` column of a band matrix, as it was built from NumPy before (a list per row: whole, or its
+    first half for a mixed-script row without a character half), now in Arrow's pool."""
+    rng = np.random.default_rng(3)
+    bands = rng.integers(0, 2**63, size=(9, 6), dtype=np.int64).view(np.uint64)
+    full = np.array([True, False, True, True, False, False, True, False, True])
+    whole = _bands_column(bands, None)
+    assert whole.to_pylist() == bands.view(np.int64).tolist()
+    halves = _bands_column(bands, full)
+    assert halves.to_pylist() == [
+        row if f else row[:3] for row, f in zip(bands.view(np.int64).tolist(), full, strict=True)
+    ]
+    before = pa.total_allocated_bytes()
+    column = _bands_column(bands, full)
+    assert pa.total_allocated_bytes() - before >= 8 * len(column.values)  # the values: Arrow's, not NumPy's
+    assert _bands_column(np.zeros((0, 6), np.uint64), None).to_pylist() == []
 
 
 def test_one_chunk_is_read_where_it_is() -> None:
