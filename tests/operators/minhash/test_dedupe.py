@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import random
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -450,6 +451,30 @@ def test_bands_columns_hold_a_matrix_s_rows_or_their_first_halves_in_arrow_memor
     column = _bands_column(bands, full)
     assert pa.total_allocated_bytes() - before >= 8 * len(column.values)  # the values: Arrow's, not NumPy's
     assert _bands_column(np.zeros((0, 6), np.uint64), None).to_pylist() == []
+
+
+@pytest.mark.parametrize("script", ["mixed", "latin"])
+def test_the_cluster_step_lets_its_sketches_go_before_it_makes_the_records(
+    script: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Handed over with no other reference, the held sketches (every text ``lineage dedupe`` verified) are freed
+    before the lineage records are made: that allocation had come on top of them, the run's peak."""
+    operator_module = importlib.import_module("operators.minhash.operator")
+    op = operator_module.MinHashDedupe(MinHashParams(script=script).to_dict())
+    texts = [_doc(s, 80) for s in range(30)] + [_edit(_doc(s, 80), 1, 7 + s) for s in range(10)]
+    ids = [f"{k:04d}" for k in range(len(texts))]
+    held = [pa.Table.from_batches([op.held_sketch(pa.record_batch({"sample_id": ids, "text": texts}))])]
+    sketches = weakref.ref(held[0])
+    whole = None if op.held_texts else pa.chunked_array([pa.array(texts)])
+    make_records = operator_module.lineage_records
+
+    def records(*args: object) -> pa.RecordBatch:
+        assert sketches() is None, "the sketches were still held when the records were made"
+        return make_records(*args)
+
+    monkeypatch.setattr(operator_module, "lineage_records", records)
+    got = op.cluster(held.pop(), whole)
+    assert pa.compute.sum(pa.compute.equal(got.column("verdict"), "dropped")).as_py() >= 10
 
 
 def test_one_chunk_is_read_where_it_is() -> None:
