@@ -270,7 +270,7 @@ def word_half_share(params: MinHashParams) -> float:
     return round(min(1.0, 2.0 * (1.0 - params.threshold)), 6)  # 0.4 at 0.8, not 0.3999999999999999
 
 
-def _raw_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def value_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Zero-copy (bytes, offsets as stored: int32, or int64 for the large types) of a string or binary array,
     honouring slices."""
     large = pa.types.is_large_string(texts.type) or pa.types.is_large_binary(texts.type)
@@ -284,7 +284,7 @@ def _raw_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Zero-copy (UTF-8 bytes, int64 offsets) of a string array, honouring slices."""
-    data, offsets = _raw_buffers(texts)
+    data, offsets = value_buffers(texts)
     return data, offsets.astype(np.int64)
 
 
@@ -299,7 +299,7 @@ def concat_releasing(pieces: list[pa.Array]) -> pa.Array:
         raise ValueError("concat_releasing joins arrays without nulls")
     binary = bool(pieces) and (pa.types.is_binary(pieces[0].type) or pa.types.is_large_binary(pieces[0].type))
     rows = sum(len(piece) for piece in pieces)
-    size = sum(int(ends[-1] - ends[0]) for ends in (_raw_buffers(piece)[1] for piece in pieces if len(piece)))
+    size = sum(int(ends[-1] - ends[0]) for ends in (value_buffers(piece)[1] for piece in pieces if len(piece)))
     # from Arrow's pool, not numpy's allocator: numpy asks for transparent huge pages for large arrays, and
     # after a run had freed much memory their first touch took four times as long (1.1 s for 500 MB)
     data_buf, offsets_buf = pa.allocate_buffer(size), pa.allocate_buffer(8 * (rows + 1))
@@ -310,7 +310,7 @@ def concat_releasing(pieces: list[pa.Array]) -> pa.Array:
     while pieces:
         piece = pieces.pop()
         if len(piece):
-            values, ends = _raw_buffers(piece)
+            values, ends = value_buffers(piece)
             length = int(ends[-1] - ends[0])
             data[at : at + length] = values[ends[0] : ends[-1]]
             offsets[row + 1 : row + 1 + len(piece)] = ends[1:] - ends[0] + at

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from operators.minhash.lsh import ABSENT, band_layout, sketch_bands
 from operators.minhash.params import MinHashParams
-from operators.minhash.shingle import concat_releasing, word_half_share
+from operators.minhash.shingle import concat_releasing, value_buffers, word_half_share
 from operators.minhash.signature import signatures
 from operators.minhash.verify import ShingleSets, sorted_sets
 from storage.errors import Invalid
@@ -62,6 +62,17 @@ def sketch_id(params: MinHashParams) -> str:
 
 def _layout_id(bands: int, rows: int) -> str:
     return f"{bands}x{rows}"
+
+
+def _fill_rows(out: np.ndarray, stored: np.ndarray, full: np.ndarray) -> np.ndarray:
+    """``out``'s rows from ``stored`` values in row order: whole where ``full``, else the first half and
+    :data:`~operators.minhash.lsh.ABSENT` after it (the band matrix of rows stored as in :func:`_bands_column`)."""
+    if full.all():
+        out[:] = stored.reshape(out.shape)
+    else:
+        out[:] = ABSENT
+        out[_halves(len(out), out.shape[1], full)] = stored
+    return out
 
 
 def _halves(n: int, width: int, full: np.ndarray) -> np.ndarray:
@@ -198,13 +209,8 @@ def _band_rows(pieces: list[pa.Array]) -> pa.ListArray:
     lengths.reverse()
     while pieces:
         piece, length = pieces.pop(), lengths.pop()
-        block = matrix[at : at + len(piece)]
         stored = piece.flatten().to_numpy().view(np.uint64)
-        if (length == width).all():
-            block[:] = stored.reshape(len(piece), width)
-        else:
-            block[:] = ABSENT
-            block[_halves(len(piece), width, length == width)] = stored
+        _fill_rows(matrix[at : at + len(piece)], stored, length == width)
         at += len(piece)
         del piece, stored
     offsets = np.arange(0, (rows + 1) * width, width, dtype=np.int32) if width else np.zeros(rows + 1, np.int32)
@@ -220,10 +226,7 @@ def shingle_sets(table: pa.Table) -> ShingleSets | None:
     """The sets :func:`with_shingle_sets` put in ``table`` (one copy of them), or None when it has none."""
     if SHINGLE_SET not in table.column_names:
         return None
-    column = contiguous(table.column(SHINGLE_SET))
-    _, offsets_buf, data_buf = column.buffers()
-    offsets = np.frombuffer(offsets_buf, np.int64)[column.offset : column.offset + len(column) + 1]
-    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    data, offsets = value_buffers(contiguous(table.column(SHINGLE_SET)))
     sets = data[offsets[0] : offsets[-1]].view("<u4")
     cjk = table.column(SHINGLE_CJK).to_numpy().astype(bool)
     return ShingleSets(sets, (offsets - offsets[0]) // 4, cjk)
@@ -246,9 +249,8 @@ def _signature_matrix(column: pa.ChunkedArray, num_perm: int, mixed: bool) -> np
     width = 2 * num_perm if mixed else num_perm
     if not len(array):
         return np.zeros((0, width), dtype=np.uint32)
-    _, offsets_buf, data_buf = array.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[array.offset : array.offset + len(array) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]].view("<u4")
+    data, offsets = value_buffers(array)
+    data = data[offsets[0] : offsets[-1]].view("<u4")
     if not mixed or len(data) == len(array) * num_perm:  # no text with a character half: no room for one
         return data.reshape(len(array), num_perm)
     out = np.full((len(array), width), 0xFFFFFFFF, dtype=np.uint32)
@@ -265,9 +267,7 @@ def _band_matrix(column: pa.ChunkedArray, bands: int, mixed: bool) -> np.ndarray
         return values.reshape(len(column), bands)
     if len(values) == len(column) * 2 * bands:  # every row whole (or padded whole: a held sketch's _band_rows)
         return values.reshape(len(column), 2 * bands)
-    out = np.zeros((len(column), 2 * bands), dtype=np.uint64)  # ABSENT where not stored
-    out[_halves(len(column), 2 * bands, lengths.to_numpy() == 2 * bands)] = values
-    return out
+    return _fill_rows(np.empty((len(column), 2 * bands), np.uint64), values, lengths.to_numpy() == 2 * bands)
 
 
 def _all_in(values: pa.ChunkedArray | pa.Array, allowed: tuple[int, int]) -> bool:
