@@ -18,19 +18,23 @@ base, about 2^-64 per pair of distinct n-grams). The 577,012 candidate edges of 
 
 Memory is one table per thread, 16 bytes a slot, sized to twice the bytes of the largest pair it
 meets: a pair over :data:`TABLE_LIMIT` bytes (1 MB) is compared by sorted sets instead (4 bytes an
-n-gram, one pair at a time).
+n-gram, one pair at a time). A caller that holds texts for this metric holds them as
+:func:`compared_texts` makes them: without what it deletes, 17-19% of the folded bytes of the
+bundled and the mixed-script corpora (57 MB of the 330 MB ``lineage dedupe`` holds for 254,724
+Chinese documents), with the same Jaccard for every pair.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from operators.minhash import small
 from operators.minhash._jit import njit
 from operators.minhash.lsh import unique_sorted
 from operators.minhash.normalize import punct_or_symbol_table
 from operators.minhash.params import MinHashParams
-from operators.minhash.shingle import _decode, _folded_shingles, is_space
+from operators.minhash.shingle import _decode, _folded_shingles, is_space, string_buffers
 from operators.minhash.verify import exact_jaccard, sorted_sets
 from operators.threads import ordered_map, threads
 
@@ -74,6 +78,51 @@ def _grams(data: np.ndarray, start: int, end: int, drop: np.ndarray, n: int, pow
         out[k] = h
         k += 1
     return k
+
+
+@njit(cache=True, nogil=True)
+def _compared_kernel(
+    data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, ascii_kept: np.ndarray, out: np.ndarray, ends: np.ndarray
+) -> int:
+    """Each text's bytes without its P*/S* and whitespace code points into ``out``, its end into ``ends``.
+    ``ascii_kept[b]``: whether ASCII byte ``b`` stays (a table lookup, not the code point tests)."""
+    pos = 0
+    for d in range(len(offsets) - 1):
+        i, end = offsets[d], offsets[d + 1]
+        while i < end:
+            b = data[i]
+            if b < 0x80:
+                out[pos] = b
+                pos += ascii_kept[b]
+                i += 1
+                continue
+            cp, nxt = _decode(data, i)
+            if not drop[cp] and not is_space(cp):
+                for j in range(i, nxt):
+                    out[pos] = data[j]
+                    pos += 1
+            i = nxt
+        ends[d + 1] = pos
+    return pos
+
+
+def compared_texts(folded: pa.Array) -> pa.Array:
+    """``folded`` texts (``normalize.fold``, no nulls) without the code points this metric deletes: a large
+    string array, in Arrow's pool, whose every pair has the same :func:`character_jaccard` as before."""
+    data, offsets = string_buffers(folded)
+    size = int(offsets[-1] - offsets[0]) if len(offsets) else 0
+    drop = punct_or_symbol_table()
+    if small.suits(size <= small.SHINGLE_LIMIT):
+        return pa.array(small.compared_texts(folded.to_pylist(), drop), pa.large_string())
+    # in Arrow's pool, as ``shingle.concat_releasing``'s buffer: it is held to the end of the run
+    out_buf, ends_buf = pa.allocate_buffer(size, resizable=True), pa.allocate_buffer(8 * len(offsets))
+    out, ends = np.frombuffer(out_buf, np.uint8), np.frombuffer(ends_buf, np.int64)
+    ends[0] = 0
+    ascii_kept = np.array([not drop[b] and not chr(b).isspace() for b in range(128)], np.int64)
+    kept = _compared_kernel(data, offsets, drop, ascii_kept, out, ends)
+    del out  # before the buffer shrinks under it
+    out_buf.resize(kept, shrink_to_fit=True)
+    return pa.Array.from_buffers(pa.large_string(), len(offsets) - 1, [None, ends_buf, out_buf])
 
 
 @njit(inline="always")

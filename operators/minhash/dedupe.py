@@ -17,7 +17,7 @@ from typing import TypeVar
 import numpy as np
 import pyarrow as pa
 
-from operators.minhash.characters import character_jaccard
+from operators.minhash.characters import character_jaccard, compared_texts
 from operators.minhash.lsh import ABSENT, candidate_edges, pack_edges
 from operators.minhash.normalize import fold
 from operators.minhash.params import MinHashParams
@@ -153,11 +153,16 @@ class _ShingleSets:
         return exact_jaccard(self._sets, self._offsets, self._local[src], self._local[dst])
 
 
+def _compared(texts: pa.Array) -> pa.Array:
+    return compared_texts(fold(texts))
+
+
 class _FoldedTexts:
     """The folded texts of the rows that take part in some edge, for ``script="mixed"``: every pair is
     compared by exact character n-gram Jaccard (the reference metric, ``characters.py``), whichever
-    half made it a candidate. One buffer of their bytes is all that is held (no sets); texts the
-    sketcher folded (``folded``) are read where they are."""
+    half made it a candidate. One buffer of their bytes, less what that metric deletes
+    (``characters.compared_texts``), is all that is held (no sets); texts the sketcher held
+    (``folded``) are read where they are."""
 
     def __init__(
         self,
@@ -177,7 +182,7 @@ class _FoldedTexts:
             return
 
         # large strings: one buffer of every candidate may pass 2 GB
-        self._data, self._offsets = string_buffers(concat_releasing(list(_per_batch(texts, rows, fold))))
+        self._data, self._offsets = string_buffers(concat_releasing(list(_per_batch(texts, rows, _compared))))
         self._local = np.full(len(texts), -1, dtype=np.int64)
         self._local[rows] = np.arange(len(rows))
 

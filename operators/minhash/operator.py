@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from operators.base import ClusterOperator
+from operators.minhash.characters import compared_texts
 from operators.minhash.dedupe import PermutedTexts, dedupe, dedupe_incremental, published_candidates
 from operators.minhash.normalize import fold
 from operators.minhash.params import MinHashParams
@@ -109,7 +110,9 @@ class MinHashDedupe(ClusterOperator):
         )
         out = self._with_priority(batch, sketch_rows(batch.column("sample_id"), texts, sigs, self.params_))
         out = without_signatures(out, self.params_)
-        return with_folded_texts(out, folded) if folded is not None else with_shingle_sets(out, shingles)
+        if folded is None:
+            return with_shingle_sets(out, shingles)
+        return with_folded_texts(out, compared_texts(folded))
 
     def cluster(
         self,

@@ -242,6 +242,15 @@ def exact(sets: np.ndarray, offsets: np.ndarray, src: np.ndarray, dst: np.ndarra
     return out
 
 
+def _compared(text: str, drop: np.ndarray) -> str:
+    return "".join(c for c in text if not drop[ord(c)] and ord(c) not in _SPACES)
+
+
+def compared_texts(texts: list[str], drop: np.ndarray) -> list[str]:
+    """``characters._compared_kernel``: the texts without their P*/S* and whitespace code points."""
+    return [_compared(text, drop) for text in texts]
+
+
 def character_jaccard(
     data: np.ndarray, offsets: np.ndarray, drop: np.ndarray, n: int, src: np.ndarray, dst: np.ndarray
 ) -> np.ndarray:
@@ -250,8 +259,7 @@ def character_jaccard(
 
     def of(d: int) -> set[str]:
         if d not in grams:
-            text = bytes(data[offsets[d] : offsets[d + 1]]).decode("utf-8")
-            kept = "".join(c for c in text if not drop[ord(c)] and ord(c) not in _SPACES)
+            kept = _compared(bytes(data[offsets[d] : offsets[d + 1]]).decode("utf-8"), drop)
             grams[d] = {kept[i : i + n] for i in range(len(kept) - n + 1)} if len(kept) >= n else ({kept} - {""})
         return grams[d]
 

@@ -43,7 +43,7 @@ SIGNATURE_SCHEMA = pa.schema(
 # Columns an in-memory engine's held sketch may carry (:func:`with_shingle_sets`), never stored: each
 # row's sorted shingle-hash set (little-endian uint32 values) and whether it has a CJK character.
 SHINGLE_SET, SHINGLE_CJK = "shingle_set", "shingle_cjk"
-# ... or, for ``script="mixed"``, each row's folded text (:func:`with_folded_texts`)
+# ... or, for ``script="mixed"``, each row's folded text as verification reads it (:func:`with_folded_texts`)
 FOLDED_TEXT = "folded_text"
 
 
@@ -159,10 +159,10 @@ def with_shingle_sets(batch: pa.RecordBatch, shingles: tuple[np.ndarray, np.ndar
 
 
 def with_folded_texts(batch: pa.RecordBatch, folded: pa.Array) -> pa.RecordBatch:
-    """``batch`` with its rows' texts as ``normalize.fold`` made them for the signatures, for an engine that
-    holds every sketch for one in-memory ``cluster`` call: ``script="mixed"`` verification compares
-    these (``characters.py``) instead of folding the candidates' texts again, and the engine need not
-    hold the raw texts."""
+    """``batch`` with its rows' texts as ``script="mixed"`` verification reads them (``characters.py``): as
+    ``normalize.fold`` made them for the signatures, less the code points that metric deletes
+    (``characters.compared_texts``). For an engine that holds every sketch for one in-memory ``cluster``
+    call: it need not hold the raw texts, nor fold the candidates' texts again."""
     return batch.append_column(FOLDED_TEXT, folded.cast(pa.large_string()))
 
 

@@ -56,6 +56,27 @@ def test_kernel_and_twin_equal_the_reference(texts: list[str], n: int) -> None:
     np.testing.assert_allclose(characters.character_jaccard(data, offsets, src, dst, n), want, rtol=0, atol=1e-12)
 
 
+def test_the_texts_held_for_verification_lack_what_it_deletes_and_score_as_the_reference(texts: list[str]) -> None:
+    """``compared_texts``, what a held sketch keeps for verification: the kernel and its twin make the same
+    strings, in Arrow's large strings, with no P*/S* or whitespace code point left (fewer bytes than the folded
+    texts), a slice as the whole; and every pair of them scores as the reference scores the raw texts."""
+    make_all()
+    folded = fold(pa.array(texts, pa.string()))
+    held = characters.compared_texts(folded)
+    drop = punct_or_symbol_table()
+    assert held.type == pa.large_string() and len(held) == len(texts)
+    assert held.to_pylist() == small.compared_texts(folded.to_pylist(), drop)
+    assert not any(drop[ord(c)] or c.isspace() for text in held.to_pylist() for c in text)
+    assert held.buffers()[2].size < folded.buffers()[2].size
+    assert characters.compared_texts(folded.slice(5, 40)).to_pylist() == held.to_pylist()[5:45]
+    assert characters.compared_texts(folded.slice(0, 0)).to_pylist() == []
+    src, dst = _pairs(texts, 3000, seed=4)
+    data, offsets = string_buffers(held)
+    for n in (5, 2):
+        got = characters.character_jaccard(data, offsets, src, dst, n)
+        np.testing.assert_allclose(got, _reference(texts, src, dst, n), rtol=0, atol=1e-12)
+
+
 def test_an_all_caps_copy_scores_as_the_reference_scores_it() -> None:
     """The texts are folded as the reference folds them (``str.lower``): an all-caps Greek copy keeps its
     word-final sigmas (Arrow's lower-casing made them σ, not ς: 0.51 against 1.0)."""

@@ -30,7 +30,9 @@ from operators.minhash import (
     signature_batch,
     signatures,
 )
+from operators.minhash.characters import compared_texts
 from operators.minhash.lsh import sketch_bands
+from operators.minhash.normalize import fold
 from operators.minhash.store import (
     FOLDED_TEXT,
     SHINGLE_SET,
@@ -406,6 +408,8 @@ def test_held_sketches_carry_what_exact_verification_compares(script: str, monke
             for lo in range(0, len(texts), 17)
         ]
     )
+    if op.held_texts:  # as verification reads them: folded, less what the character metric deletes
+        assert held.column(FOLDED_TEXT).to_pylist() == compared_texts(fold(pa.array(texts))).to_pylist()
     monkeypatch.setattr(dedupe_module, "_shingle_sets", lambda *_: pytest.fail("the texts were shingled again"))
     monkeypatch.setattr(dedupe_module, "fold", lambda *_: pytest.fail("the texts were folded again"))
     got = op.cluster(held, None if op.held_texts else whole)
