@@ -26,6 +26,8 @@ Chinese documents), with the same Jaccard for every pair.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 
@@ -106,6 +108,12 @@ def _compared_kernel(
     return pos
 
 
+@functools.cache
+def _ascii_kept() -> np.ndarray:
+    drop = punct_or_symbol_table()
+    return np.array([not drop[b] and not chr(b).isspace() for b in range(128)], np.int64)
+
+
 def compared_texts(folded: pa.Array) -> pa.Array:
     """``folded`` texts (``normalize.fold``, no nulls) without the code points this metric deletes: a large
     string array, in Arrow's pool, whose every pair has the same :func:`character_jaccard` as before."""
@@ -118,8 +126,7 @@ def compared_texts(folded: pa.Array) -> pa.Array:
     out_buf, ends_buf = pa.allocate_buffer(size, resizable=True), pa.allocate_buffer(8 * len(offsets))
     out, ends = np.frombuffer(out_buf, np.uint8), np.frombuffer(ends_buf, np.int64)
     ends[0] = 0
-    ascii_kept = np.array([not drop[b] and not chr(b).isspace() for b in range(128)], np.int64)
-    kept = _compared_kernel(data, offsets, drop, ascii_kept, out, ends)
+    kept = _compared_kernel(data, offsets, drop, _ascii_kept(), out, ends)
     del out  # before the buffer shrinks under it
     out_buf.resize(kept, shrink_to_fit=True)
     return pa.Array.from_buffers(pa.large_string(), len(offsets) - 1, [None, ends_buf, out_buf])
