@@ -118,7 +118,7 @@ def compared_texts(folded: pa.Array) -> pa.Array:
     """``folded`` texts (``normalize.fold``, no nulls) without the code points this metric deletes: a large
     string array, in Arrow's pool, whose every pair has the same :func:`character_jaccard` as before."""
     data, offsets = string_buffers(folded)
-    size = int(offsets[-1] - offsets[0]) if len(offsets) else 0
+    size = int(offsets[-1] - offsets[0])  # an empty array has one offset too
     drop = punct_or_symbol_table()
     if small.suits(size <= small.SHINGLE_LIMIT):
         return pa.array(small.compared_texts(folded.to_pylist(), drop), pa.large_string())
