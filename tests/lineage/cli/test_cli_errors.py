@@ -71,6 +71,16 @@ def test_a_settings_file_with_a_key_no_setting_has_or_a_bad_value_is_named(
     assert line.startswith(f"error: settings file {config}") and problem in line, line
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("LINEAGE_TIERS", '[{"name": "cold"'), ("LINEAGE_ENGINE__SPARK_CONF", "spark.executor.memory=8g")],
+)
+def test_a_variable_that_should_hold_json_and_does_not_is_named(tmp_path: Path, name: str, value: str) -> None:
+    """It was a traceback (pydantic-settings' ``SettingsError``, which nothing translated)."""
+    line = one_line_error(tmp_path, "datasets", code=CONFIG, **{name: value})
+    assert line.startswith(f"error: {name} must be JSON") and repr(value) in line, line
+
+
 def test_a_release_config_that_does_not_parse_or_is_refused_is_named(tmp_path: Path) -> None:
     broken = tmp_path / "broken.toml"
     broken.write_text("[gate\nmin_samples = 1\n")
