@@ -101,6 +101,34 @@ def _targets(inputs: list[Path], output: Path) -> tuple[list[Path], Path]:
     return [output / n for n in names], output / "duplicates.parquet"
 
 
+def _quarantine_path(report_path: Path) -> Path:
+    return report_path.with_name(report_path.name.replace("duplicates", "quarantine"))
+
+
+def _refuse_overwriting(inputs: list[Path], written: list[Path]) -> None:
+    """Refuse a run that would write over one of its inputs: the kept records replace their target when they
+    are whole, so ``--output`` naming the input (or a folder holding it) replaced the input with its
+    deduplicated copy, and the dropped records were gone. A path is the input's when it resolves to the same
+    file, through a symbolic link or as another hard link of it."""
+    at = {p.resolve(): p for p in inputs}
+    by_file = {key: p for p in inputs if (key := _file_key(p)) is not None}
+    for path in written:
+        same = at.get(path.resolve())
+        if same is None and (key := _file_key(path)) is not None:
+            same = by_file.get(key)
+        if same is not None:
+            raise Invalid(f"{path} is the input {same}: lineage dedupe writes its kept records elsewhere (--output)")
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of an existing file, None for a path with nothing there yet."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 @dataclass
 class _Decided:
     """What the run decided, in the terms of the input files."""
@@ -172,6 +200,7 @@ def dedupe_files(
             raise MissingFile(f"no such file: {p}")
         _format(p)
     targets, report_path = _targets(inputs, output)
+    _refuse_overwriting(inputs, [*targets, report_path, _quarantine_path(report_path)])
     spec = _spec(inputs, params, text_field, id_field)
     decided = _decide_local(spec, settings) if engine == "local" else _decide_with_runner(spec, settings, engine)
     return _write_outputs(inputs, targets, report_path, decided, params, id_field)
@@ -420,7 +449,7 @@ def _write_outputs(
     n = len(decided.jaccard)
     quarantine_table = decided.quarantine
     if quarantine_table.num_rows:
-        pq.write_table(quarantine_table, report_path.with_name(report_path.name.replace("duplicates", "quarantine")))
+        pq.write_table(quarantine_table, _quarantine_path(report_path))
     return DedupeSummary(
         len(inputs),
         decided.records,
@@ -472,7 +501,7 @@ def _write_kept(src: Path, dst: Path, keep: set[int], wanted: dict[int, str | No
     Reading stops after the last row it needs: a file damaged past that point (convert quarantined
     the damage as ``corrupt_file``) is copied without meeting the damage again.
     """
-    partial = dst.with_name(dst.name + ".partial")
+    partial = dst.with_name(dst.name + ".partial")  # no input has this name: _format refuses it
     last = max(max(keep, default=-1), max(wanted, default=-1))
     if _format(src) == "parquet":
         _write_kept_parquet(src, partial, keep, wanted, id_field, last)

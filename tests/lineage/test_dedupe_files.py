@@ -129,6 +129,39 @@ def test_an_output_file_in_a_folder_that_does_not_exist_yet_is_written_there(
     assert gzip.decompress(out.read_bytes()) == gzip.decompress(src.read_bytes())
 
 
+def test_no_output_may_be_an_input_and_the_inputs_stay_as_they_were(tmp_path: Path, settings: Settings) -> None:
+    """``--output`` naming the input replaced it with its deduplicated copy (the dropped records were gone,
+    and the run said it succeeded). Every way of naming an input is refused before any work: the path itself,
+    a symbolic link, a hard link, a folder output holding it, and the report's or quarantine's file."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    docs = [{"text": "the same words about tea and rain, again and again"}] * 3
+    src = _write_jsonl_gz(folder / "a.jsonl.gz", docs)
+    other = _write_jsonl_gz(folder / "b.jsonl.gz", docs[:1])
+    (tmp_path / "link.jsonl.gz").symlink_to(src)
+    (tmp_path / "hard.jsonl.gz").hardlink_to(src)
+    report = folder / "o.jsonl.gz.duplicates.parquet"  # what --output o.jsonl.gz writes its report to
+    quarantine = folder / "o.jsonl.gz.quarantine.parquet"  # and its quarantined records to
+    for path in (report, quarantine):
+        pq.write_table(pa.table({"text": ["a document about tea"]}), path)
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    cases = [
+        ([src], src),
+        ([src], tmp_path / "link.jsonl.gz"),
+        ([src], tmp_path / "hard.jsonl.gz"),
+        ([tmp_path / "link.jsonl.gz"], src),
+        ([src, other], folder),  # the folder output's a.jsonl.gz is the input
+        ([report], folder / "o.jsonl.gz"),
+        ([quarantine], folder / "o.jsonl.gz"),
+    ]
+    for inputs, out in cases:
+        with pytest.raises(LineageError, match="is the input"):
+            dedupe_files(inputs, out, settings=settings)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files
+    summary = dedupe_files([src], tmp_path / "elsewhere.jsonl.gz", settings=settings)  # elsewhere, it runs
+    assert (summary.records, summary.kept) == (3, 1)
+
+
 def test_a_kept_gz_file_of_several_members_is_one_stream_to_every_reader(tmp_path: Path) -> None:
     """Kept records of a .gz input are compressed block by block on two threads, one gzip member per block:
     gzip, zcat, Python's gzip and our own reader all read the blocks back as one stream, in order, and the
