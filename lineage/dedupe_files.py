@@ -62,6 +62,7 @@ class DedupeSummary:
     outputs: list[Path]
     report: Path
     params: MinHashParams
+    quarantine: Path | None = None  # the quarantined records and why, when there were any
 
     def settings(self) -> str:
         """The near-duplicate settings the run used, on one line, with the LSH layout resolved."""
@@ -448,8 +449,9 @@ def _write_outputs(
         out.write(report)
     n = len(decided.jaccard)
     quarantine_table = decided.quarantine
-    if quarantine_table.num_rows:
-        pq.write_table(quarantine_table, _quarantine_path(report_path))
+    quarantine = _quarantine_path(report_path) if quarantine_table.num_rows else None
+    if quarantine is not None:
+        pq.write_table(quarantine_table, quarantine)
     return DedupeSummary(
         len(inputs),
         decided.records,
@@ -459,6 +461,7 @@ def _write_outputs(
         targets,
         report_path,
         params,
+        quarantine,
     )
 
 

@@ -59,3 +59,5 @@ def dedupe(
     for path in summary.outputs:
         console.print(f"wrote {path}")
     console.print(f"duplicates report: {summary.report}")
+    if summary.quarantine is not None:
+        console.print(f"quarantined records and why: {summary.quarantine}")

@@ -28,6 +28,9 @@ class DedupeResult(Model):
     quarantined: int = Field(description="Records that did not parse (in the quarantine file beside the report).")
     outputs: list[str] = Field(description="One output file per input.")
     report: str = Field(description="Parquet: id, cluster_id, kept_id, jaccard of every dropped record.")
+    quarantine: str | None = Field(
+        None, description="Parquet: every quarantined record, its source row and the reason (none quarantined: null)."
+    )
     settings: str = Field(description="The near-duplicate settings used, the LSH layout resolved, on one line.")
     params: dict[str, Any] = Field(description="The same as the ``minhash_dedupe`` operator's parameters.")
 
@@ -75,6 +78,7 @@ class FileOperations:
             quarantined=out.quarantined,
             outputs=[str(p) for p in out.outputs],
             report=str(out.report),
+            quarantine=None if out.quarantine is None else str(out.quarantine),
             settings=out.settings(),
             params=params.to_dict(),
         )

@@ -31,7 +31,8 @@ def test_jsonl_gz_keeps_records_byte_for_byte_and_reports_duplicates(tmp_path: P
     report = pq.read_table(summary.report).sort_by("id").to_pylist()
     assert [(r["id"], r["kept_id"]) for r in report] == [("a", "b"), ("d", "e")]
     assert all(0.8 <= r["jaccard"] < 1 for r in report)
-    assert pq.read_table(tmp_path / "out.jsonl.gz.quarantine.parquet").column("reason").to_pylist() == ["invalid_json"]
+    assert summary.quarantine == tmp_path / "out.jsonl.gz.quarantine.parquet"
+    assert pq.read_table(summary.quarantine).column("reason").to_pylist() == ["invalid_json"]
 
 
 def test_parquet_inputs_across_files(tmp_path: Path, settings: Settings) -> None:
@@ -56,7 +57,11 @@ def test_command_takes_script_layout_and_verify_and_prints_the_settings_it_used(
         "128 permutations, seed 1; "
         "LSH 21 bands x 6 rows (from the threshold, weights 0.002/0.998); verify exact; survivor longest"
     ) in default
-    assert "kept 2, dropped 2 near-duplicates" in default
+    assert "kept 2, dropped 2 near-duplicates" in default and "quarantined records" not in default
+    with src.open("a") as more:
+        more.write("{not json\n")
+    bad_line = lineage(home, "dedupe", str(src), "--output", out, "--id-field", "doc").stdout
+    assert f"quarantined records and why: {out}.quarantine.parquet" in bad_line
 
     # as words, each Chinese text is a single word (no spaces), so the two are no longer near
     chosen = lineage(
