@@ -3,7 +3,7 @@ set's items reads files on the tiers, so it runs in-process only (``lineage eval
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
 from fastapi import Path as PathParam
@@ -32,7 +32,7 @@ def list_evalsets(
     _: Reader,
     limit: Limit = None,
     offset: Offset = 0,
-    state: Annotated[Literal["active", "deprecated"] | None, Query()] = None,
+    state: Annotated[S.EvalSetState | None, Query()] = None,
 ) -> Any:
     return service.list_evalsets(limit, offset, state=state)
 

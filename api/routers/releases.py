@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
 
@@ -32,7 +32,7 @@ def list_releases(
     limit: Limit = None,
     offset: Offset = 0,
     name: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=NAME_MAX)] = None,
-    state: Literal["draft", "published", "deprecated"] | None = None,
+    state: S.ReleaseState | None = None,
 ) -> Any:
     return service.list_releases(limit, offset, name=name, state=state)
 
@@ -99,7 +99,7 @@ def list_replicas(
     tag: Tag,
     service: ServiceDep,
     _: Reader,
-    state: Literal["copying", "verified", "removing", "removed", "corrupt"] | None = None,
+    state: S.ReplicaState | None = None,
 ) -> Any:
     """Copies of the release's data, one per tier; a training reader reads from the ``verified`` ones."""
     return service.list_replicas(f"{name}@{tag}", state=state)

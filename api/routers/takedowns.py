@@ -3,7 +3,7 @@ hold what it names, where those bytes are, who trained on them. Planning changes
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, status
 
@@ -28,7 +28,7 @@ def list_takedowns(
     _: Reader,
     limit: Limit = None,
     offset: Offset = 0,
-    state: Annotated[Literal["planned", "applied", "purged"] | None, Query()] = None,
+    state: Annotated[S.TakedownState | None, Query()] = None,
 ) -> Any:
     return service.list_takedowns(limit, offset, state=state)
 

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import JSON, BigInteger, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, MappedAsDataclass, mapped_column, relationship
+
+# the values of each ``state`` column: the service refuses any other in a filter, and the HTTP API declares them
+ReleaseState = Literal["draft", "published", "deprecated", "withdrawn"]
+ReplicaState = Literal["copying", "verified", "removing", "removed", "corrupt"]
+TakedownState = Literal["planned", "applied", "purged"]
+EvalSetState = Literal["active", "deprecated"]
 
 
 def utcnow() -> datetime:

@@ -138,7 +138,7 @@ def release_report(
 
 def release_list(
     name: Annotated[str | None, typer.Option(help="Only releases named NAME.")] = None,
-    state: Annotated[str | None, typer.Option(help="draft, published or deprecated: only those.")] = None,
+    state: Annotated[str | None, typer.Option(help="draft, published, deprecated or withdrawn: only those.")] = None,
     as_json: AsJson = False,
 ) -> None:
     """List releases."""

@@ -30,6 +30,7 @@ from lineage.releases.qc import GateConfig
 from lineage.service.files import DedupeResult as DedupeResult  # the file operations' own
 from lineage.service.model_base import Model
 from storage import names
+from storage.errors import validation_problems
 
 T = TypeVar("T")
 
@@ -208,13 +209,27 @@ Name = Annotated[str, Field(pattern=names.NAME_PATTERN, max_length=names.NAME_MA
 M = TypeVar("M", bound=BaseModel)
 
 
+# the values a ``state`` filter takes (the catalog's columns'), for the HTTP API's query parameters
+ReleaseState, ReplicaState = models.ReleaseState, models.ReplicaState
+TakedownState, EvalSetState = models.TakedownState, models.EvalSetState
+
+
+def checked_state(state: str | None, vocabulary: Any) -> str | None:
+    """A ``state`` filter's value; one the column never holds is :class:`~lineage.errors.Invalid` (it would
+    match nothing, and a misspelt state answered "none" where there were some)."""
+    allowed = typing.get_args(vocabulary)
+    if state is not None and state not in allowed:
+        raise Invalid(f"state must be one of {', '.join(allowed)}, got {state!r}")
+    return state
+
+
 def parse_input(model: type[M], body: M | dict[str, Any]) -> M:
     """A request body as ``model``; a body the model refuses is :class:`~lineage.errors.Invalid` (400).
     Only input models go through here: an output model refusing a row is a bug (500)."""
     try:
         return model.model_validate(body)
-    except ValidationError as exc:
-        raise Invalid(str(exc)) from None
+    except ValidationError as exc:  # one line, as every refusal is (pydantic's own text runs to several)
+        raise Invalid(f"{model.__name__}: {validation_problems(exc)}") from None
 
 
 class DatasetUpdate(Model):
@@ -1036,7 +1051,7 @@ class TakedownOut(Model):
     kind: str
     reason: str
     requested_by: str
-    state: Literal["planned", "applied", "purged"]
+    state: models.TakedownState
     created_at: UtcDatetime
     applied_at: UtcDatetime | None = None
     purged_at: UtcDatetime | None = None

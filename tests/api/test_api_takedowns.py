@@ -116,3 +116,21 @@ def test_unknown_requests_and_kinds_are_refused(client: Client) -> None:
         client.create_takedown({"sample_ids": ["a"]}, kind="because", reason="x")
     with pytest.raises(errors.Invalid):
         client.create_takedown({"sample_ids": ["a"]}, kind="other", reason="")
+
+
+def test_a_state_filter_takes_every_state_its_column_holds_and_refuses_any_other(client: Client) -> None:
+    """Listing withdrawn releases was a 422 over HTTP (the parameter left ``withdrawn`` out), and a misspelt
+    state answered an empty list through the SDK and the CLI, as if there were none."""
+    assert client.list_releases(state="withdrawn").total == 0  # none yet in this world
+    assert {r.ref for r in client.list_releases(state="published").items} >= {"clean@v1", "clean@v2"}
+    assert client.list_takedowns(state="purged").total == 0
+    assert client.list_evalsets(state="deprecated").total == 0
+    assert [r.state for r in client.list_replicas("clean@v1", state="verified")] == ["verified"]
+    for listing in (
+        lambda: client.list_releases(state="retracted"),
+        lambda: client.list_takedowns(state="done"),
+        lambda: client.list_evalsets(state="archived"),
+        lambda: client.list_replicas("clean@v1", state="ok"),
+    ):
+        with pytest.raises(errors.Invalid, match="state"):
+            listing()

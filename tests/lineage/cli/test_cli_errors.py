@@ -81,6 +81,14 @@ def test_a_variable_that_should_hold_json_and_does_not_is_named(tmp_path: Path, 
     assert line.startswith(f"error: {name} must be JSON") and repr(value) in line, line
 
 
+def test_a_request_body_the_service_refuses_is_one_line_naming_each_field(tmp_path: Path) -> None:
+    """pydantic's own text for a refused body was several lines (and a link to its docs)."""
+    args = ("takedown", "request", "--kind", "nope", "--reason", "", "--source", "raw")
+    line = one_line_error(tmp_path, *args, code=INVALID)
+    assert line.startswith("error: TakedownCreate: ") and "kind: Input should be 'copyright'" in line, line
+    assert "; reason: String should have at least 1 character" in line and "pydantic.dev" not in line
+
+
 def test_a_release_config_that_does_not_parse_or_is_refused_is_named(tmp_path: Path) -> None:
     broken = tmp_path / "broken.toml"
     broken.write_text("[gate\nmin_samples = 1\n")

@@ -46,6 +46,7 @@ def test_apply_reissues_the_release_without_the_samples_sharing_untouched_files(
     old, new = client.get_release("clean@v1"), client.get_release(done.successor)
     assert (old.state, old.successor, old.withdrawn_by) == ("withdrawn", done.successor, request.id)
     assert new.state == "published" and new.row_count == old.row_count - 1
+    assert [r.ref for r in client.list_releases(state="withdrawn").items] == ["clean@v1"]
     after = client.get_manifest(done.successor)
     affected = {f.path for f in planned.files}
     shared = {f.path for f in before.files} - affected
@@ -145,6 +146,11 @@ def test_the_takedown_commands_as_a_user_runs_them(client: Client, settings: Set
     applied = lineage(home, "takedown", "apply", request_id).stdout
     assert f"clean@v1 withdrawn → clean@v1-td{request_id}" in applied and "applied" in applied
     assert f"withdrawn → clean@v1-td{request_id}" in lineage(home, "release", "list").stdout
+    only_withdrawn = lineage(home, "release", "list", "--state", "withdrawn").stdout
+    assert f"withdrawn → clean@v1-td{request_id}" in only_withdrawn
+    assert f"│ clean@v1-td{request_id} │" not in only_withdrawn  # the successor's row: it is published
+    misspelt = lineage(home, "takedown", "list", "--state", "aplied", check=False)
+    assert misspelt.returncode == 3 and "state must be one of planned, applied, purged, got 'aplied'" in misspelt.stderr
     refused = lineage(home, "export", "clean@v1", "--out", str(tmp_path / "e"), check=False)
     assert refused.returncode == 5 and refused.stderr.strip().splitlines() == [
         f"error: release clean@v1 was withdrawn by takedown request {request_id}: use its successor "
