@@ -38,6 +38,7 @@ from pipelines.sources import plan_source
 from pipelines.spec import PipelineSpec
 from pipelines.stages import run_source
 from storage import gzip_codec
+from storage.output_paths import output_file, output_folder
 from storage.tier import local_tier
 
 log = logging.getLogger(__name__)
@@ -93,13 +94,13 @@ def _format(path: Path) -> str:
 def _targets(inputs: list[Path], output: Path) -> tuple[list[Path], Path]:
     """Output file per input, and the report path."""
     if len(inputs) == 1 and not (output.is_dir() or str(output).endswith("/")):
-        output.parent.mkdir(parents=True, exist_ok=True)  # before the work, as a folder output is made
-        return [output], output.with_name(output.name + ".duplicates.parquet")
-    output.mkdir(parents=True, exist_ok=True)
+        output_file(output)  # its folder made before the work, as a folder output is
+        return [output], output_file(output.with_name(output.name + ".duplicates.parquet"))
+    output_folder(output)
     names = [p.name for p in inputs]
     if len(set(names)) != len(names):
         raise Invalid("inputs with the same file name cannot share one output folder")
-    return [output / n for n in names], output / "duplicates.parquet"
+    return [output_file(output / n) for n in names], output_file(output / "duplicates.parquet")
 
 
 def _quarantine_path(report_path: Path) -> Path:

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from lineage.cli.app import console, fail, guard
 from lineage.errors import NotFound
+from storage.output_paths import output_file
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -204,6 +205,7 @@ def write_report(service: Service, ref: str, out: Path) -> None:
     """The release's QC report (with its contamination report) as HTML at ``out`` (also the demo's)."""
     from lineage.releases.qc import report_html  # start-up: the QC module loads deltalake and DuckDB
 
+    guard(lambda: output_file(out))  # before the report is made
     release = guard(lambda: service.get_release(ref))
     manifest = guard(lambda: service.get_manifest(ref))
     if manifest.qc is None:

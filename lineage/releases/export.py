@@ -25,6 +25,7 @@ from lineage.releases.tokenized import ExportOptions, TokenizedExport, export_to
 from lineage.settings import Settings
 from operators.mixture import served_repeats, serving_rules
 from storage.delta import version_dataset
+from storage.output_paths import output_file, output_folder
 from storage.tier import get_tier
 
 FORMATS = ("jsonl", "parquet", *TRAINING_FORMATS)
@@ -74,8 +75,7 @@ def export_release(
         dataset = version_dataset(tier, dv.data_path, dv.data_delta_version)
         name = f"{release.name}-{release.tag}"
         rules = serving_rules((release.manifest or {}).get("mixture"))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"{name}.{fmt}"
+    target = output_file(output_folder(out_dir) / f"{name}.{fmt}")
     partial = target.with_suffix(target.suffix + ".partial")
     rows = 0
     schema = dataset.schema if rules is None else dataset.schema.append(pa.field(REPEAT, pa.int32(), nullable=False))

@@ -19,6 +19,7 @@ from operators.schema import sample_id
 from pipelines.integrity import RunError
 from pipelines.spec import PipelineSpec
 from storage.delta import version_dataset
+from storage.errors import Invalid
 from storage.tier import get_tier
 from tests.support.helpers import lineage_of, write_jsonl
 
@@ -83,6 +84,16 @@ def test_run_publish_query_export(corpus: Path, settings: Settings, catalog: Cat
     assert (
         pq.read_table(export_release(catalog, settings, "clean@v1", tmp_path / "export", "parquet").path).num_rows == 4
     )
+    # an output folder that cannot be one is refused in a line (it was an OSError's traceback)
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "busy" / "clean-v1.jsonl").mkdir(parents=True)
+    for out, why in [
+        (tmp_path / "a-file", "is a file: the output must be a folder"),
+        (tmp_path / "a-file" / "sub", "cannot make the output folder"),
+        (tmp_path / "busy", "clean-v1.jsonl is a folder: name the output file"),
+    ]:
+        with pytest.raises(Invalid, match=why):
+            export_release(catalog, settings, "clean@v1", out, "jsonl")
 
 
 def test_release_is_immutable_and_stays_readable_after_later_commits(

@@ -89,6 +89,26 @@ def test_a_request_body_the_service_refuses_is_one_line_naming_each_field(tmp_pa
     assert "; reason: String should have at least 1 character" in line and "pydantic.dev" not in line
 
 
+def test_an_output_path_that_cannot_be_used_is_one_line_before_any_work(tmp_path: Path) -> None:
+    """Each was an OSError's traceback: the report's only after it was made."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    data, more = tmp_path / "in.jsonl", tmp_path / "more.jsonl"
+    for path in (data, more):
+        path.write_text('{"text": "one document"}\n')
+    (tmp_path / "folder").mkdir()
+    for args, why in [
+        (("dedupe", str(data), "--output", str(a_file / "out.jsonl")), f"{a_file} is a file"),
+        (("dedupe", str(data), "--output", str(a_file / "sub" / "o.jsonl")), f"output folder {a_file / 'sub'}"),
+        (("dedupe", str(data), str(more), "--output", str(a_file)), f"{a_file} is a file"),
+        (("release", "report", "x@y", "--out", str(a_file / "r.html")), f"{a_file} is a file"),
+        (("release", "report", "x@y", "--out", str(tmp_path / "folder")), "is a folder: name the output file"),
+    ]:
+        line = one_line_error(tmp_path, *args, code=INVALID)
+        assert why in line, (args, line)
+    assert not list((tmp_path / "folder").iterdir()) and a_file.read_text() == "x"
+
+
 def test_a_release_config_that_does_not_parse_or_is_refused_is_named(tmp_path: Path) -> None:
     broken = tmp_path / "broken.toml"
     broken.write_text("[gate\nmin_samples = 1\n")
