@@ -234,7 +234,8 @@ def from_environment(model: type[BaseModel], environ: Mapping[str, str] | None =
             try:
                 value = json.loads(raw)
             except json.JSONDecodeError as exc:
-                raise ConfigError(f"{name} must be JSON ({exc.msg} at character {exc.pos}): {raw[:80]!r}") from None
+                # the value is not echoed: a tier's JSON may hold a credential
+                raise ConfigError(f"{name} must be JSON ({exc.msg} at character {exc.pos})") from None
         table = found
         for key in path[:-1]:
             inner = table.get(key)

@@ -78,7 +78,7 @@ def test_a_settings_file_with_a_key_no_setting_has_or_a_bad_value_is_named(
 def test_a_variable_that_should_hold_json_and_does_not_is_named(tmp_path: Path, name: str, value: str) -> None:
     """It was a traceback (pydantic-settings' ``SettingsError``, which nothing translated)."""
     line = one_line_error(tmp_path, "datasets", code=CONFIG, **{name: value})
-    assert line.startswith(f"error: {name} must be JSON") and repr(value) in line, line
+    assert line.startswith(f"error: {name} must be JSON (") and value not in line, line  # no credential echoed
 
 
 def test_a_request_body_the_service_refuses_is_one_line_naming_each_field(tmp_path: Path) -> None:
