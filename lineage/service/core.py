@@ -37,7 +37,7 @@ from lineage.catalog import (
     TakedownRequest,
     queries,
 )
-from lineage.catalog.models import EvalSetState, ReleaseState, ReplicaState, TakedownState, as_utc
+from lineage.catalog.models import as_utc
 from lineage.releases import placement, usage
 from lineage.service import auth, evalruns, evalsets, samples, search, takedowns
 from lineage.service import schemas as S
@@ -339,7 +339,7 @@ class Service(FileOperations):
             query = select(Release).order_by(Release.name, Release.tag)
             if name is not None:
                 query = query.where(Release.name == name)
-            if S.checked_state(state, ReleaseState) is not None:
+            if S.checked_state(state, S.ReleaseState) is not None:
                 query = query.where(Release.state == state)
             return S.Page[S.ReleaseOut].model_validate(self._page(s, query, limit, offset, self._release_out))
 
@@ -406,7 +406,7 @@ class Service(FileOperations):
     # -- replicas and usage (what a training reader needs) --------------------------------------
     def list_replicas(self, ref: str, *, state: str | None = None) -> list[S.ReplicaOut]:
         """The release's copies, one per tier; a reader reads from the ``verified`` ones."""
-        S.checked_state(state, ReplicaState)
+        S.checked_state(state, S.ReplicaState)
         with self.catalog.session() as s:
             release = queries.get_release(s, ref)
             return [
@@ -475,7 +475,7 @@ class Service(FileOperations):
     ) -> S.Page[S.EvalSetOut]:
         with self.catalog.session() as s:
             query = select(EvalSet).order_by(EvalSet.name)
-            if S.checked_state(state, EvalSetState) is not None:
+            if S.checked_state(state, S.EvalSetState) is not None:
                 query = query.where(EvalSet.state == state)
             return S.Page[S.EvalSetOut].model_validate(self._page(s, query, limit, offset, evalsets.evalset_out))
 
@@ -1056,7 +1056,7 @@ class Service(FileOperations):
         """Takedown requests, newest first (only those in ``state``)."""
         with self.catalog.session() as s:
             query = select(TakedownRequest).order_by(TakedownRequest.id.desc())
-            if S.checked_state(state, TakedownState) is not None:
+            if S.checked_state(state, S.TakedownState) is not None:
                 query = query.where(TakedownRequest.state == state)
             return S.Page[S.TakedownOut].model_validate(
                 self._page(s, query, limit, offset, lambda _s, r: S.TakedownOut.model_validate(r))
