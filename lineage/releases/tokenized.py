@@ -50,6 +50,7 @@ from lineage.settings import Settings
 from operators.mixture import served_repeats, serving_rules
 from pipelines.faults import checkpoint
 from storage.delta import version_dataset
+from storage.output_paths import output_folder
 from storage.tier import Tier, get_tier, local_tier
 
 log = logging.getLogger(__name__)
@@ -235,8 +236,9 @@ def export_tokenized(
     _check_mixture_tokenizer(mixture, tokenizer)
     folder = f"{name}-{tag}.{options.format}"
     if tier_name is None:
-        tier, prefix = local_tier(Path(out).resolve(), name="export"), folder
-        where = str(Path(out).resolve() / folder)
+        root = output_folder(Path(out).resolve())
+        tier, prefix = local_tier(root, name="export"), folder
+        where = str(output_folder(root / folder))
     else:
         tier, prefix = get_tier(tier_name, settings), f"{out.strip('/')}/{folder}".lstrip("/")
         where = prefix

@@ -196,6 +196,11 @@ def test_refusals_are_clear(client: Client, tokenizer_file: Path, tmp_path: Path
         client.export_release(REF, tmp_path / "x", "mds", tokenizer=tokenizer_file, eod_token="<nope>")
     with pytest.raises(errors.Invalid, match="are for megatron and mds"):
         client.export_release(REF, tmp_path / "x", "jsonl", pack=True)
+    (tmp_path / "a-file").write_text("x")  # an output folder that cannot be one: it was an OSError
+    with pytest.raises(errors.Invalid, match="a-file is a file"):
+        client.export_release(REF, tmp_path / "a-file", "mds", tokenizer=tokenizer_file)
+    with pytest.raises(errors.Invalid, match="cannot make the output folder"):
+        client.export_release(REF, tmp_path / "a-file" / "sub", "megatron", tokenizer=tokenizer_file)
     client.export_release(REF, tmp_path / "y", "mds", tokenizer=tokenizer_file)
     with pytest.raises(errors.Conflict, match="holds another export"):
         client.export_release(REF, tmp_path / "y", "mds", tokenizer=tokenizer_file, seed=7)
