@@ -82,24 +82,24 @@ class Settings(BaseModel):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     placement: PlacementPolicy = Field(default_factory=PlacementPolicy)
 
-    # operator and runner defaults
-    batch_rows: int = 4096
-    max_record_bytes: int = 8 * 1024 * 1024
-    quarantine_raw_bytes: int = 4096
+    # runner defaults (a record's size limit and the raw bytes kept of a quarantined one are convert's
+    # parameters, per input: ``convert: {max_record_bytes: ...}`` in the pipeline file). Each is at least 1:
+    # 0 or less made a run fail half-way with a traceback (Arrow's, DuckDB's)
+    batch_rows: int = Field(default=4096, ge=1)
     duckdb_memory_limit: str = "256MB"
     # row groups are the training reader's shuffle blocks: its window holds a few of them in memory
-    parquet_row_group_rows: int = 16384
-    parquet_row_group_bytes: int = 32 * 1024 * 1024  # of Arrow data; long documents give fewer rows
-    parquet_file_rows: int = 1_000_000
-    group_partition_rows: int = 250_000  # rows of key columns a group step holds in memory at once
-    sort_bucket_bytes: int = 64 * 1024 * 1024  # final sorts run per sample-id bucket of about this size
-    cores: int | None = None  # cores an in-process run may keep busy; None = the machine's
+    parquet_row_group_rows: int = Field(default=16384, ge=1)
+    parquet_row_group_bytes: int = Field(default=32 * 1024 * 1024, ge=1)  # of Arrow data; long documents: fewer rows
+    parquet_file_rows: int = Field(default=1_000_000, ge=1)
+    group_partition_rows: int = Field(default=250_000, ge=1)  # rows of key columns a group step holds at once
+    sort_bucket_bytes: int = Field(default=64 * 1024 * 1024, ge=1)  # final sorts run per sample-id bucket this big
+    cores: int | None = Field(default=None, ge=1)  # cores an in-process run may keep busy; None = the machine's
     # the allocator of every Arrow buffer in a process that builds the service (why: storage.arrow_pool)
     arrow_memory_pool: PoolName = "jemalloc"
 
     # HTTP service (``lineage serve``)
     api_host: str = "127.0.0.1"
-    api_port: int = 8765
+    api_port: int = Field(default=8765, ge=1, le=65535)
     # Single-user mode: a request without a token acts as ``api_local_user`` (with the admin role) when
     # all three hold: this is true, no token exists in the catalog, and the request's peer address (the
     # socket's, never a proxy header) is loopback. None (unset) is off, except that ``lineage serve``
@@ -109,7 +109,7 @@ class Settings(BaseModel):
     # how long a verified token is trusted without asking the catalog again: a token revoked by another
     # process stops working within this time (in the revoking process, at once)
     api_token_cache_seconds: float = Field(default=0.5, ge=0, le=1)
-    api_page_limit: int = 100  # default page size of list endpoints (at most 1000)
+    api_page_limit: int = Field(default=100, ge=1, le=1000)  # default page size of list endpoints
     api_warm_on_start: bool = True  # load the lineage graph and released Delta versions in the background
     openlineage_namespace: str = "lineage-ledger"  # namespace of our datasets and jobs in OpenLineage events
 

@@ -18,7 +18,7 @@ def serve(
             "mode is on unless the setting single_user says otherwise."
         ),
     ] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default: settings api_port).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default: settings api_port).")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (more than 1 uses more cores).")] = 1,
 ) -> None:

@@ -112,3 +112,33 @@ def test_the_model_converts_and_checks_what_the_environment_gives(clean_env: pyt
     clean_env.setenv("LINEAGE_API_TOKEN_CACHE_SECONDS", "5")
     with pytest.raises(ValueError, match="api_token_cache_seconds"):
         Settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("LINEAGE_BATCH_ROWS", "0"),
+        ("LINEAGE_PARQUET_FILE_ROWS", "-5"),
+        ("LINEAGE_PARQUET_ROW_GROUP_ROWS", "0"),
+        ("LINEAGE_CORES", "0"),
+        ("LINEAGE_API_PORT", "99999"),
+        ("LINEAGE_API_PAGE_LIMIT", "5000"),
+    ],
+)
+def test_sizes_counts_and_ports_out_of_range_are_refused(clean_env: pytest.MonkeyPatch, name: str, value: str) -> None:
+    """Each was accepted, and a run failed half-way on it with Arrow's or DuckDB's traceback (a port: a segfault
+    in ``lineage serve``)."""
+    clean_env.setenv(name, value)
+    with pytest.raises(ValueError, match=name.removeprefix("LINEAGE_").lower()):
+        Settings()
+
+
+def test_convert_limits_are_the_inputs_not_settings() -> None:
+    """``max_record_bytes`` and ``quarantine_raw_bytes`` were settings that nothing read (convert takes them per
+    input); a settings file naming them is now refused as naming no setting."""
+    from lineage.settings import unknown_keys
+
+    assert unknown_keys(Settings, {"max_record_bytes": 1, "quarantine_raw_bytes": 1}) == [
+        "max_record_bytes",
+        "quarantine_raw_bytes",
+    ]

@@ -109,6 +109,15 @@ def test_an_output_path_that_cannot_be_used_is_one_line_before_any_work(tmp_path
     assert not list((tmp_path / "folder").iterdir()) and a_file.read_text() == "x"
 
 
+def test_a_setting_out_of_range_is_one_line_before_any_work(tmp_path: Path) -> None:
+    """LINEAGE_BATCH_ROWS=0 failed an ingest half-way with Arrow's traceback."""
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"text": "one document"}\n')
+    line = one_line_error(tmp_path, "ingest", str(data), "--dataset", "d", code=CONFIG, LINEAGE_BATCH_ROWS="0")
+    assert "batch_rows: Input should be greater than or equal to 1" in line, line
+    assert not (tmp_path / "home" / "data").exists()
+
+
 def test_a_release_config_that_does_not_parse_or_is_refused_is_named(tmp_path: Path) -> None:
     broken = tmp_path / "broken.toml"
     broken.write_text("[gate\nmin_samples = 1\n")
