@@ -151,6 +151,14 @@ class Settings(BaseModel):
             cores=max(1, self.cores or os.cpu_count() or 1),
         )
 
+    def with_values(self, **changes: Any) -> Settings:
+        """A copy with ``changes``, checked as every setting is (``model_copy`` checks nothing): a value out of
+        range is a :class:`ConfigError`. The environment and the settings file are not read again."""
+        try:
+            return type(self).model_validate({**dict(self), **changes})
+        except ValidationError as exc:
+            raise ConfigError(f"lineage settings: {validation_problems(exc)}") from None
+
     def tier_config(self, name: str | None = None) -> TierConfig:
         name = name or self.default_tier
         for tier in self.tiers:

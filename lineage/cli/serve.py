@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lineage.cli.app import err, load_settings
+from lineage.cli.app import err, guard, load_settings
 
 
 def serve(
@@ -18,7 +18,7 @@ def serve(
             "mode is on unless the setting single_user says otherwise."
         ),
     ] = None,
-    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default: settings api_port).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: settings api_port).")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (more than 1 uses more cores).")] = 1,
 ) -> None:
@@ -32,7 +32,7 @@ def serve(
 
     settings = load_settings()
     update = {k: v for k, v in {"api_host": host, "api_port": port}.items() if v is not None}
-    settings = settings.model_copy(update=update)
+    settings = guard(lambda: settings.with_values(**update))  # a port out of range: one line, not a crash
     if settings.single_user is None:  # unset: on where only this machine can connect
         settings = settings.model_copy(update={"single_user": is_loopback(settings.api_host)})
     service = Service(settings)

@@ -1051,7 +1051,7 @@ class TakedownOut(Model):
     kind: str
     reason: str
     requested_by: str
-    state: models.TakedownState
+    state: TakedownState
     created_at: UtcDatetime
     applied_at: UtcDatetime | None = None
     purged_at: UtcDatetime | None = None

@@ -5,6 +5,7 @@ any case; and ``NAME__KEY`` for one key of a table (``lineage.settings``'s modul
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,6 @@ from storage.errors import ConfigError
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
-    import os
-
     for name in [n for n in os.environ if n.upper().startswith("LINEAGE_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("LINEAGE_HOME", str(tmp_path / "home"))
@@ -142,3 +141,13 @@ def test_convert_limits_are_the_inputs_not_settings() -> None:
         "max_record_bytes",
         "quarantine_raw_bytes",
     ]
+
+
+def test_a_copy_with_other_values_is_checked_and_reads_no_source_again(clean_env: pytest.MonkeyPatch) -> None:
+    """``lineage serve --port`` changed the port with ``model_copy``, which checks nothing: 99999 crashed the server."""
+    settings = Settings(api_port=9000)
+    clean_env.setenv("LINEAGE_API_HOST", "0.0.0.0")  # set after: a copy does not read it
+    copy = settings.with_values(api_port=9001)
+    assert (copy.api_port, copy.api_host, copy.home) == (9001, "127.0.0.1", settings.home)
+    with pytest.raises(ConfigError, match="api_port: Input should be less than or equal to 65535"):
+        settings.with_values(api_port=99999)

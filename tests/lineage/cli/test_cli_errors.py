@@ -116,6 +116,9 @@ def test_a_setting_out_of_range_is_one_line_before_any_work(tmp_path: Path) -> N
     line = one_line_error(tmp_path, "ingest", str(data), "--dataset", "d", code=CONFIG, LINEAGE_BATCH_ROWS="0")
     assert "batch_rows: Input should be greater than or equal to 1" in line, line
     assert not (tmp_path / "home" / "data").exists()
+    # lineage serve --port took any number: 99999 ended in a traceback and a segfault
+    line = one_line_error(tmp_path, "serve", "--port", "99999", code=CONFIG)
+    assert "api_port: Input should be less than or equal to 65535" in line, line
 
 
 def test_a_release_config_that_does_not_parse_or_is_refused_is_named(tmp_path: Path) -> None:
